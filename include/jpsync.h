@@ -1,0 +1,20 @@
+/*
+ * jpsync.h - libjpsync: allocator and concurrency primitives for Linux.
+ *
+ * Include this header for everything, or one of the component headers under
+ * <jpsync/> for a part.  Link with -ljpsync (pkg-config --libs jpsync).
+ */
+#ifndef JPSYNC_H
+#define JPSYNC_H
+
+#include <jpsync/version.h>
+#include <jpsync/hammer.h>
+
+/* allocator */
+
+/* synchronisation */
+
+/* data flow */
+
+
+#endif /* JPSYNC_H */

@@ -1,0 +1,327 @@
+/*
+ * os.c - the operating-system layer: futex, mappings, environment,
+ * randomness and raw output.  See os.h for the contract.
+ */
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#ifdef HAVE_SYS_AUXV_H
+# include <sys/auxv.h>
+#endif
+
+extern char **environ;
+
+/* ---- futex ------------------------------------------------------------ */
+
+int jp__futex_wait(const _Atomic uint32_t *word, uint32_t expected,
+		   const struct timespec *deadline)
+{
+	long r;
+
+	/*
+	 * FUTEX_WAIT_BITSET takes an absolute timeout, measured on
+	 * CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME is given: exactly the
+	 * deadline of the public API, with no conversion and no drift when a
+	 * signal interrupts the wait and the caller waits again.
+	 */
+	if (deadline != NULL &&
+	    (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
+		return EINVAL;
+	r = syscall(SYS_futex, (const uint32_t *)word,
+		    FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected, deadline,
+		    NULL, FUTEX_BITSET_MATCH_ANY);
+	if (r == 0)
+		return 0;
+	switch (errno) {
+	case ETIMEDOUT:
+		return ETIMEDOUT;
+	case EAGAIN:	/* *word != expected when the kernel looked */
+	case EINTR:	/* a signal: the caller re-checks and waits again */
+		return 0;
+	default:
+		/* EFAULT or EINVAL: a corrupted lock word or a bad pointer. */
+		jp__die("futex wait failed (corrupted synchronisation object?)");
+	}
+}
+
+int jp__futex_wake(const _Atomic uint32_t *word, int n)
+{
+	long r = syscall(SYS_futex, (const uint32_t *)word,
+			 FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
+	return r < 0 ? 0 : (int)r;
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+int jp__os_map(void **addr, size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		*addr = NULL;
+		return errno == EAGAIN ? ENOMEM : errno;
+	}
+	*addr = p;
+	return 0;
+}
+
+int jp__os_map_aligned(void **addr, size_t size, size_t align)
+{
+	size_t page = jp__os_page_size();
+	void *p;
+	uintptr_t start, aligned;
+	size_t over;
+	int err;
+
+	if (align <= page)
+		return jp__os_map(addr, size);
+	/* Map more than needed, then trim both ends to the alignment. */
+	if (size > SIZE_MAX - align) {
+		*addr = NULL;
+		return ENOMEM;
+	}
+	over = size + align - page;
+	err = jp__os_map(&p, over);
+	if (err != 0) {
+		*addr = NULL;
+		return err;
+	}
+	start = (uintptr_t)p;
+	aligned = (start + align - 1) & ~(uintptr_t)(align - 1);
+	if (aligned > start)
+		munmap(p, aligned - start);
+	if (aligned + size < start + over)
+		munmap((void *)(aligned + size), start + over - (aligned + size));
+	*addr = (void *)aligned;
+	return 0;
+}
+
+int jp__os_unmap(void *addr, size_t size)
+{
+	return munmap(addr, size) == 0 ? 0 : errno;
+}
+
+int jp__os_decommit(void *addr, size_t size)
+{
+	return madvise(addr, size, MADV_DONTNEED) == 0 ? 0 : errno;
+}
+
+int jp__os_remap(void **addr, size_t old_size, size_t new_size)
+{
+	void *p = mremap(*addr, old_size, new_size, MREMAP_MAYMOVE);
+	if (p == MAP_FAILED)
+		return errno == EAGAIN ? ENOMEM : errno;
+	*addr = p;
+	return 0;
+}
+
+size_t jp__os_rss(void)
+{
+	/* /proc/self/statm: size resident shared ... in pages. */
+	char buf[128];
+	ssize_t n;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/statm",
+			      O_RDONLY | O_CLOEXEC);
+	size_t pages = 0;
+	const char *s;
+
+	if (fd < 0)
+		return 0;
+	n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	s = strchr(buf, ' ');
+	if (s == NULL)
+		return 0;
+	for (s++; *s >= '0' && *s <= '9'; s++)
+		pages = pages * 10 + (size_t)(*s - '0');
+	return pages * jp__os_page_size();
+}
+
+size_t jp__os_page_size(void)
+{
+	static size_t page;	/* benign race: every thread computes the same */
+	size_t p = __atomic_load_n(&page, __ATOMIC_RELAXED);
+
+	if (jp_unlikely(p == 0)) {
+		long v = sysconf(_SC_PAGESIZE);
+		p = v > 0 ? (size_t)v : 4096;
+		__atomic_store_n(&page, p, __ATOMIC_RELAXED);
+	}
+	return p;
+}
+
+unsigned jp__os_cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 && n < (long)UINT_MAX ? (unsigned)n : 0;
+}
+
+/* ---- environment, randomness, output ------------------------------------ */
+
+static bool jp_secure_mode(void)
+{
+#ifdef HAVE_SYS_AUXV_H
+	return getauxval(AT_SECURE) != 0;
+#else
+	return false;
+#endif
+}
+
+char **jp__os_environ(void)
+{
+	return jp_secure_mode() ? NULL : environ;
+}
+
+const char *jp__os_getenv(const char *name)
+{
+	char **env = jp__os_environ();
+	size_t len = strlen(name);
+
+	if (env == NULL)
+		return NULL;
+	for (; *env != NULL; env++) {
+		if (strncmp(*env, name, len) == 0 && (*env)[len] == '=')
+			return *env + len + 1;
+	}
+	return NULL;
+}
+
+void jp__os_random(void *buf, size_t len)
+{
+	unsigned char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		long r = syscall(SYS_getrandom, p + got, len - got, 0x0001 /* GRND_NONBLOCK */);
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	if (got < len) {
+		/* No entropy available: mix the clock and an address. */
+		uint64_t x = jp__os_now_ns() ^ (uintptr_t)&got;
+		for (; got < len; got++) {
+			x ^= x >> 33;
+			x *= 0xff51afd7ed558ccdULL;
+			x ^= x >> 29;
+			p[got] = (unsigned char)x;
+		}
+	}
+}
+
+int jp__os_write(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		long r = syscall(SYS_write, fd, p, len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int jp__os_puts(int fd, const char *s)
+{
+	return jp__os_write(fd, s, strlen(s));
+}
+
+char *jp__fmt_hex(char *buf, uintptr_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[16];
+	int n = 0, i = 0;
+
+	do {
+		tmp[n++] = digits[v & 15];
+		v >>= 4;
+	} while (v != 0);
+	buf[i++] = '0';
+	buf[i++] = 'x';
+	while (n > 0)
+		buf[i++] = tmp[--n];
+	buf[i] = '\0';
+	return buf;
+}
+
+char *jp__fmt_u64(char *buf, uint64_t v)
+{
+	char tmp[20];
+	int n = 0, i = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	while (n > 0)
+		buf[i++] = tmp[--n];
+	buf[i] = '\0';
+	return buf;
+}
+
+uint64_t jp__os_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int jp__os_gettid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+/* ---- misuse ------------------------------------------------------------- */
+
+void jp__die(const char *what)
+{
+	char line[256];
+	size_t n = strlen(what);
+
+	if (n > sizeof line - 10)
+		n = sizeof line - 10;
+	memcpy(line, "jpsync: ", 8);
+	memcpy(line + 8, what, n);
+	line[8 + n] = '\n';
+	jp__os_write(2, line, n + 9);
+	abort();
+}
+
+void jp__die_ptr(const char *what, const void *ptr)
+{
+	char line[256], hex[20];
+	size_t n = strlen(what), h;
+
+	if (n > sizeof line - 40)
+		n = sizeof line - 40;
+	jp__fmt_hex(hex, (uintptr_t)ptr);
+	h = strlen(hex);
+	memcpy(line, "jpsync: ", 8);
+	memcpy(line + 8, what, n);
+	memcpy(line + 8 + n, " of ", 4);
+	memcpy(line + 12 + n, hex, h);
+	line[12 + n + h] = '\n';
+	jp__os_write(2, line, n + h + 13);
+	abort();
+}

@@ -1,0 +1,76 @@
+/*
+ * os.h - the operating-system layer.  lib/os.c is the only file of the
+ * library that calls futex, mmap, munmap, madvise, mremap, getenv, sysconf
+ * or getrandom.
+ *
+ * Contract: sizes and addresses given to the mapping calls are multiples of
+ * the page size; calls that can fail return 0 or an errno value (never -1
+ * with errno).  Nothing here allocates memory with malloc, so everything is
+ * safe to call from inside the allocator and before it is initialised.
+ */
+#ifndef JP_OS_H
+#define JP_OS_H
+
+#include "jp_internal.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+/* ---- futex (private to the process) ------------------------------------ */
+
+/*
+ * Sleep while *word == expected, until woken or until the absolute
+ * CLOCK_MONOTONIC deadline (NULL: no deadline).  Returns 0 when woken, when
+ * *word was not expected (EAGAIN from the kernel) or when interrupted by a
+ * signal (EINTR): the caller re-checks its condition in every case.  Returns
+ * ETIMEDOUT once the deadline has passed.
+ */
+int jp__futex_wait(const _Atomic uint32_t *word, uint32_t expected,
+		   const struct timespec *deadline);
+/* Wake at most n sleepers on word (INT_MAX: all); returns how many woke. */
+int jp__futex_wake(const _Atomic uint32_t *word, int n);
+
+/* ---- memory ---------------------------------------------------------- */
+
+/* Map size bytes of zeroed, readable and writable memory. */
+int jp__os_map(void **addr, size_t size);
+/* The same, with the mapping aligned to align (a power of two >= page). */
+int jp__os_map_aligned(void **addr, size_t size, size_t align);
+int jp__os_unmap(void *addr, size_t size);
+/* Give the pages back to the OS; they read as zero when touched again. */
+int jp__os_decommit(void *addr, size_t size);
+/* Grow or shrink a mapping, moving it if needed; *addr is updated. */
+int jp__os_remap(void **addr, size_t old_size, size_t new_size);
+/* Resident set size of the process, in bytes (0 if unknown). */
+size_t jp__os_rss(void);
+
+size_t jp__os_page_size(void);
+/* Online CPUs, 0 when unknown. */
+unsigned jp__os_cpu_count(void);
+
+/* ---- environment, randomness, output ---------------------------------- */
+
+/*
+ * getenv without malloc and without the locale: walks environ.  In a
+ * set-uid or set-gid program (AT_SECURE) it returns NULL, as secure_getenv.
+ */
+const char *jp__os_getenv(const char *name);
+/* The environment itself (for the scan for unknown JPSYNC_* names). */
+char **jp__os_environ(void);
+/* Fill buf with random bytes (getrandom, falling back to time and address). */
+void jp__os_random(void *buf, size_t len);
+/* Write all of buf to fd, retrying on EINTR; returns 0 or an errno value. */
+int jp__os_write(int fd, const void *buf, size_t len);
+/* Write a NUL-terminated string. */
+int jp__os_puts(int fd, const char *s);
+/* Format v in hex ("0x..."), into buf of at least 19 bytes; returns buf. */
+char *jp__fmt_hex(char *buf, uintptr_t v);
+/* Format v in decimal into buf of at least 21 bytes; returns buf. */
+char *jp__fmt_u64(char *buf, uint64_t v);
+/* Monotonic time in nanoseconds. */
+uint64_t jp__os_now_ns(void);
+/* The kernel thread id of the caller. */
+int jp__os_gettid(void);
+
+#endif /* JP_OS_H */

@@ -1,0 +1,50 @@
+#!/bin/sh
+# The shared library exports exactly the symbols of lib/libjpsync.map, each
+# at its version node, under the SONAME libjpsync.so.1; and
+# debian/libjpsync1.symbols lists the same set.
+set -eu
+: "${top_srcdir:=.}" "${top_builddir:=.}" "${READELF:=readelf}"
+so="$top_builddir/lib/.libs/libjpsync.so.1"
+map="$top_srcdir/lib/libjpsync.map"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+[ -f "$so" ] || { echo "FAIL: $so not built"; exit 1; }
+
+soname=$($READELF -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+if [ "$soname" = libjpsync.so.1 ]; then
+  echo "ok: SONAME $soname"
+else
+  echo "FAIL: SONAME is '$soname', expected libjpsync.so.1"; fail=1
+fi
+
+# name@version for every symbol in the map, node by node.
+sh "$top_srcdir/tests/map-symbols.sh" "$map" > "$tmp/map"
+
+# Defined, global, versioned dynamic symbols of the library.
+$READELF --dyn-syms -W "$so" | awk '
+  $1 ~ /^[0-9]+:$/ && $7 != "UND" && $7 != "ABS" && ($5 == "GLOBAL" || $5 == "WEAK") {
+    name = $8; sub(/@@/, "@", name); print name
+  }' | sort -u > "$tmp/exported"
+
+if diff -u "$tmp/map" "$tmp/exported" > "$tmp/diff"; then
+  echo "ok: $(wc -l < "$tmp/map") exported symbols match lib/libjpsync.map"
+else
+  echo "FAIL: exported symbols differ from lib/libjpsync.map (- map, + library):"
+  cat "$tmp/diff"; fail=1
+fi
+if grep -v '@JPSYNC_1\.' "$tmp/exported" > "$tmp/unversioned"; then
+  echo "FAIL: exported without a JPSYNC_ version:"; cat "$tmp/unversioned"; fail=1
+fi
+
+sym="$top_srcdir/debian/libjpsync1.symbols"
+if [ -f "$sym" ]; then
+  grep '^ ' "$sym" | awk '{print $1}' | grep -v '^JPSYNC_[0-9.]*@JPSYNC_' | sort -u > "$tmp/debian"
+  if diff -u "$tmp/map" "$tmp/debian" > "$tmp/ddiff"; then
+    echo "ok: debian/libjpsync1.symbols matches"
+  else
+    echo "FAIL: debian/libjpsync1.symbols differs (- map, + symbols file):"
+    cat "$tmp/ddiff"; fail=1
+  fi
+fi
+exit $fail

@@ -1,0 +1,43 @@
+#!/bin/sh
+# make install into a DESTDIR, then build and run a program with
+# `pkg-config --cflags --libs jpsync` against that tree only.
+set -eu
+: "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}"
+if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+dest="$tmp/dest"
+make -s -C "$top_builddir" install DESTDIR="$dest" >"$tmp/install.log" 2>&1 ||
+  { echo "FAIL: make install"; cat "$tmp/install.log"; exit 1; }
+libdir="$dest$(pkg-config --variable=libdir "$top_builddir/jpsync.pc")"
+pc="$libdir/pkgconfig/jpsync.pc"
+[ -f "$pc" ] || { echo "FAIL: jpsync.pc not installed"; exit 1; }
+# The .pc names the real prefix; point pkg-config at the DESTDIR copy.
+export PKG_CONFIG_PATH="$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
+export PKG_CONFIG_LIBDIR="$libdir/pkgconfig"
+ver=$(pkg-config --modversion jpsync)
+flags=$(pkg-config --cflags --libs jpsync)
+echo "pkg-config: jpsync $ver: $flags"
+cat > "$tmp/prog.c" <<'PROG'
+#include <jpsync.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+	printf("%s %u\n", jp_version(), jp_hw_threads() > 0);
+	return strcmp(jp_version(), JPSYNC_VERSION_STRING) != 0;
+}
+PROG
+# shellcheck disable=SC2086
+$CC ${SANITIZER_CFLAGS:-} -o "$tmp/prog" "$tmp/prog.c" $flags -Wl,-rpath,"$libdir" ||
+  { echo "FAIL: compile with pkg-config flags"; exit 1; }
+out=$(env -u LD_LIBRARY_PATH "$tmp/prog")
+[ "$out" = "$ver 1" ] || { echo "FAIL: program printed '$out', expected '$ver 1'"; exit 1; }
+# The program must have resolved libjpsync.so.1 from the installed tree.
+ldd "$tmp/prog" | grep -q "$libdir/libjpsync.so.1" ||
+  { echo "FAIL: not linked against the installed library"; ldd "$tmp/prog"; exit 1; }
+page=$(find "$dest" -path '*/man3/jp_hammer.3' | head -n1)
+[ -n "$page" ] || { echo "FAIL: jp_hammer.3 not installed"; exit 1; }
+mandir=$(dirname "$(dirname "$page")")
+MANPATH="$mandir" man -P cat 3 jp_hammer >/dev/null 2>&1 ||
+  { echo "FAIL: man 3 jp_hammer does not render from the installed tree"; exit 1; }
+echo "ok: built and ran against the installed tree ($out)"

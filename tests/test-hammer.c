@@ -1,0 +1,172 @@
+/* test-hammer.c - jp_hammer and jp_hw_threads. */
+#include <jpsync/hammer.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define JP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+struct pairs {
+	unsigned threads;
+	uint64_t iters;
+	_Atomic unsigned *seen;		/* threads * iters slots */
+	_Atomic uint64_t calls;
+	_Atomic int out_of_order;
+	uint64_t *next;			/* per thread: the iteration expected next */
+};
+
+static void pairs_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct pairs *p = ctx;
+
+	atomic_fetch_add(&p->calls, 1);
+	if (thread >= p->threads || iter >= p->iters) {
+		atomic_store(&p->out_of_order, 1);
+		return;
+	}
+	/* Each thread runs its own iterations in order: next[] is private to it. */
+	if (p->next[thread] != iter)
+		atomic_store(&p->out_of_order, 1);
+	p->next[thread] = iter + 1;
+	atomic_fetch_add(&p->seen[thread * p->iters + iter], 1);
+}
+
+static void check_pairs(unsigned threads, uint64_t iters)
+{
+	struct pairs p;
+	uint64_t bad = 0;
+
+	memset(&p, 0, sizeof p);
+	p.threads = threads;
+	p.iters = iters;
+	p.seen = calloc(threads * iters, sizeof *p.seen);
+	p.next = calloc(threads, sizeof *p.next);
+	CU_ASSERT_FATAL(p.seen != NULL && p.next != NULL);
+	CU_ASSERT_EQUAL(jp_hammer(threads, iters, pairs_body, &p), 0);
+	CU_ASSERT_EQUAL(atomic_load(&p.calls), (uint64_t)threads * iters);
+	CU_ASSERT_EQUAL(atomic_load(&p.out_of_order), 0);
+	for (uint64_t i = 0; i < threads * iters; i++)
+		bad += atomic_load(&p.seen[i]) != 1;
+	CU_ASSERT_EQUAL(bad, 0);
+	free(p.seen);
+	free(p.next);
+}
+
+static void test_every_pair_once(void)
+{
+	check_pairs(4, jp_test_scaled(2000, 50));
+	check_pairs(1, 10);
+	check_pairs(17, jp_test_scaled(300, 10));
+}
+
+static void test_many_threads(void)
+{
+	/* More threads than cores, all parked and released together. */
+	check_pairs((unsigned)jp_test_scaled(300, 16), 5);
+}
+
+static _Atomic uint64_t counter;
+
+static void count_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	(void)ctx; (void)thread; (void)iter;
+	atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
+}
+
+static void test_atomic_counter_exact(void)
+{
+	uint64_t iters = jp_test_scaled(100000, 1000);
+
+	atomic_store(&counter, 0);
+	CU_ASSERT_EQUAL(jp_hammer(8, iters, count_body, NULL), 0);
+	CU_ASSERT_EQUAL(atomic_load(&counter), 8 * iters);
+}
+
+static _Atomic unsigned max_thread;
+
+static void max_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	unsigned cur = atomic_load(&max_thread);
+	(void)ctx; (void)iter;
+	while (thread + 1 > cur && !atomic_compare_exchange_weak(&max_thread, &cur, thread + 1))
+		;
+}
+
+static void test_zero_threads_means_hw(void)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+	CU_ASSERT_EQUAL(jp_hw_threads(), online > 0 ? (unsigned)online : 4u);
+	atomic_store(&max_thread, 0);
+	CU_ASSERT_EQUAL(jp_hammer(0, 3, max_body, NULL), 0);
+	CU_ASSERT_EQUAL(atomic_load(&max_thread), jp_hw_threads());
+}
+
+static void test_bad_arguments(void)
+{
+	atomic_store(&counter, 0);
+	CU_ASSERT_EQUAL(jp_hammer(2, 10, NULL, NULL), EINVAL);
+	CU_ASSERT_EQUAL(jp_hammer(3, 0, count_body, NULL), 0);
+	CU_ASSERT_EQUAL(atomic_load(&counter), 0);
+}
+
+/* In a child: make thread creation fail part way and check the errno value. */
+static void thread_failure_child(void *arg)
+{
+	struct rlimit rl = { 256u << 20, 256u << 20 };
+	int err;
+	(void)arg;
+
+	atomic_store(&counter, 0);
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		_exit(3);
+	/* Default 8 MiB stacks: a few dozen threads fit in 256 MiB, not 4096. */
+	err = jp_hammer(4096, 1, count_body, NULL);
+	if (err != EAGAIN && err != ENOMEM)
+		_exit(4);
+	if (atomic_load(&counter) != 0)
+		_exit(5);		/* the started threads must not run */
+	_exit(0);
+}
+
+static void test_thread_start_failure(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(thread_failure_child, NULL, &r), 0);
+	CU_ASSERT_EQUAL(r.exited, 1);
+	CU_ASSERT_EQUAL(r.status, 0);
+}
+
+static CU_TestInfo hammer_tests[] = {
+	{ "every (thread, iter) pair runs once, in order per thread", test_every_pair_once },
+	{ "300 threads parked and released together", test_many_threads },
+	{ "an atomic counter under the hammer is exact", test_atomic_counter_exact },
+	{ "threads 0 means jp_hw_threads()", test_zero_threads_means_hw },
+	{ "NULL body is EINVAL, zero iterations run nothing", test_bad_arguments },
+	{ "a thread that cannot start gives its errno", test_thread_start_failure },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ "hammer", NULL, NULL, NULL, NULL, hammer_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	if (jp_test_sanitized() || jp_test_on_valgrind()) {
+		/* Both reserve far more address space than the 256 MiB limit. */
+		CU_TestInfo none = CU_TEST_INFO_NULL;
+		hammer_tests[JP_ARRAY_LEN(hammer_tests) - 2] = none;
+		printf("not registered here (needs RLIMIT_AS): thread start failure\n");
+	}
+	return jp_test_run(suites);
+}

@@ -1,0 +1,263 @@
+/* test-options.c - the JPSYNC_* parser (lib/options.c), white-box. */
+#include "options.h"
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void test_parse_bool(void)
+{
+	static const char *const yes[] = { "1", "yes", "on", "true", "YES", "On" };
+	static const char *const no[] = { "0", "no", "off", "false", "NO", "Off" };
+	static const char *const bad[] = { "", "2", "y", "enable", "1 ", " 0", "-1", "onn" };
+	bool b;
+
+	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+		b = false;
+		CU_ASSERT_EQUAL(jp__parse_bool(yes[i], &b), 0);
+		CU_ASSERT_TRUE(b);
+	}
+	for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+		b = true;
+		CU_ASSERT_EQUAL(jp__parse_bool(no[i], &b), 0);
+		CU_ASSERT_FALSE(b);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		b = true;
+		CU_ASSERT_EQUAL(jp__parse_bool(bad[i], &b), EINVAL);
+		CU_ASSERT_TRUE(b);	/* untouched */
+	}
+}
+
+static void test_parse_size(void)
+{
+	struct { const char *s; uint64_t v; } good[] = {
+		{ "0", 0 }, { "42", 42 }, { "4K", 4096 }, { "4k", 4096 },
+		{ "2M", 2u << 20 }, { "1G", 1u << 30 }, { "3KiB", 3072 },
+		{ "5MB", 5u << 20 }, { "18446744073709551615", UINT64_MAX },
+		{ "16777216G", 1ULL << 54 },
+	};
+	static const char *const bad[] = {
+		"", "K", "-1", "+4", "4X", "4 K", "4KK", " 4", "0x10", "1.5M",
+		"18446744073709551616", "17179869184G", "4Kb2",
+	};
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		v = 7;
+		CU_ASSERT_EQUAL(jp__parse_size(good[i].s, &v), 0);
+		CU_ASSERT_EQUAL(v, good[i].v);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		v = 7;
+		CU_ASSERT_EQUAL(jp__parse_size(bad[i], &v), EINVAL);
+		CU_ASSERT_EQUAL(v, 7);
+	}
+}
+
+/* Parse env and capture the warnings written to the fd. */
+static int parse_capture(struct jp_options *o, char *const *env, char *out, size_t cap)
+{
+	int fds[2], n;
+	ssize_t got;
+
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	n = jp__options_parse(o, env, fds[1]);
+	close(fds[1]);
+	got = read(fds[0], out, cap - 1);
+	out[got > 0 ? got : 0] = '\0';
+	close(fds[0]);
+	return n;
+}
+
+static void test_defaults(void)
+{
+	struct jp_options o;
+	char *env[] = { "PATH=/bin", "HOME=/root", NULL };
+	char out[1024];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(o.cache_n, 32);
+	CU_ASSERT_EQUAL(o.mag_size, 16);
+	CU_ASSERT_EQUAL(o.madvise_min, 4096);
+	CU_ASSERT_FALSE(o.check);
+	CU_ASSERT_FALSE(o.verbose);
+	CU_ASSERT_FALSE(o.lockdep);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	CU_ASSERT_EQUAL(jp__options_parse(&o, NULL, -1), 0);
+}
+
+static void test_every_variable(void)
+{
+	struct jp_options o;
+	char *env[] = {
+		"JPSYNC_CACHE_N=64", "JPSYNC_MAG_SIZE=8", "JPSYNC_MADVISE_MIN=64K",
+		"JPSYNC_CHECK=yes", "JPSYNC_STATS=1", "JPSYNC_VERBOSE=on",
+		"JPSYNC_LOCKDEP=1", "JPSYNC_TEST_SCALE=0.1", NULL,
+	};
+	char out[1024];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(o.cache_n, 64);
+	CU_ASSERT_EQUAL(o.mag_size, 8);
+	CU_ASSERT_EQUAL(o.madvise_min, 65536);
+	CU_ASSERT_TRUE(o.check);
+	CU_ASSERT_TRUE(o.verbose);
+	CU_ASSERT_TRUE(o.lockdep);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_STDERR);
+}
+
+static void test_off_and_paths(void)
+{
+	struct jp_options o;
+	char *env[] = { "JPSYNC_MADVISE_MIN=off", "JPSYNC_STATS=/tmp/jp-stats.txt", NULL };
+	char *env2[] = { "JPSYNC_STATS=no", "JPSYNC_MADVISE_MIN=OFF", NULL };
+	char out[1024];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(o.madvise_min, UINT64_MAX);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_FILE);
+	CU_ASSERT_STRING_EQUAL(o.stats_path, "/tmp/jp-stats.txt");
+	CU_ASSERT_EQUAL(parse_capture(&o, env2, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	CU_ASSERT_EQUAL(o.madvise_min, UINT64_MAX);
+}
+
+static void test_malformed_values_warn_and_keep_default(void)
+{
+	struct jp_options o;
+	char *env[] = {
+		"JPSYNC_CACHE_N=lots", "JPSYNC_MAG_SIZE=0", "JPSYNC_MADVISE_MIN=4Q",
+		"JPSYNC_CHECK=maybe", "JPSYNC_STATS=", "JPSYNC_VERBOSE=2",
+		"JPSYNC_LOCKDEP=", "JPSYNC_CACHE_N=999999999999999999999", NULL,
+	};
+	char out[4096];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 8);
+	CU_ASSERT_EQUAL(o.cache_n, 32);
+	CU_ASSERT_EQUAL(o.mag_size, 16);
+	CU_ASSERT_EQUAL(o.madvise_min, 4096);
+	CU_ASSERT_FALSE(o.check);
+	CU_ASSERT_FALSE(o.verbose);
+	CU_ASSERT_FALSE(o.lockdep);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_CACHE_N='lots': not a number"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_MAG_SIZE='0': out of range"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_MADVISE_MIN='4Q': not a size"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_CHECK='maybe': not a boolean"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_STATS='': empty"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_VERBOSE='2'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_LOCKDEP=''"));
+	/* one line per warning */
+	int lines = 0;
+	for (const char *p = out; *p; p++)
+		lines += *p == '\n';
+	CU_ASSERT_EQUAL(lines, 8);
+}
+
+static void test_unknown_variable_warns(void)
+{
+	struct jp_options o;
+	char *env[] = { "JPSYNC_CACHEN=64", "JPSYNC_BENCH_REPS=3", "JPSYNC_=1",
+			"NOT_JPSYNC_X=1", NULL };
+	char out[1024];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_CACHEN: unknown variable"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_: unknown variable"));
+	CU_ASSERT_PTR_NULL(strstr(out, "BENCH_REPS"));
+	CU_ASSERT_EQUAL(o.cache_n, 32);
+}
+
+static void test_long_values_do_not_overflow(void)
+{
+	struct jp_options o;
+	static char big[8192];
+	char *env[] = { big, NULL };
+	char out[4096];
+
+	memset(big, 'x', sizeof big - 1);
+	memcpy(big, "JPSYNC_STATS=", 13);
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "file name too long"));
+	CU_ASSERT(strlen(out) < 400);
+}
+
+static void test_print_effective(void)
+{
+	struct jp_options o;
+	char *env[] = { "JPSYNC_MADVISE_MIN=off", "JPSYNC_CACHE_N=8", NULL };
+	int fds[2];
+	char out[2048];
+	ssize_t n;
+
+	jp__options_parse(&o, env, -1);
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	jp__options_print(&o, fds[1]);
+	close(fds[1]);
+	n = read(fds[0], out, sizeof out - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(fds[0]);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_CACHE_N=8\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_MADVISE_MIN=off\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_MAG_SIZE=16\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_STATS=0\n"));
+}
+
+/* The process-wide parse reads the real environment once. */
+static void process_options_child(void *arg)
+{
+	const struct jp_options *o;
+	(void)arg;
+
+	setenv("JPSYNC_CACHE_N", "12", 1);
+	setenv("JPSYNC_MAG_SIZE", "bogus", 1);
+	o = jp__options();
+	if (o->cache_n != 12 || o->mag_size != 16)
+		_exit(1);
+	setenv("JPSYNC_CACHE_N", "99", 1);	/* read once: no effect now */
+	if (jp__options()->cache_n != 12 || jp__options() != o)
+		_exit(2);
+	_exit(0);
+}
+
+static void test_process_options_read_once(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(process_options_child, NULL, &r), 0);
+	CU_ASSERT_EQUAL(r.exited, 1);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "JPSYNC_MAG_SIZE='bogus'"));
+}
+
+static CU_TestInfo options_tests[] = {
+	{ "booleans: 1/yes/on/true and 0/no/off/false only", test_parse_bool },
+	{ "sizes: K/M/G suffixes, overflow and garbage refused", test_parse_size },
+	{ "defaults with no JPSYNC_ variables", test_defaults },
+	{ "every variable of the design is parsed", test_every_variable },
+	{ "off and file names", test_off_and_paths },
+	{ "malformed values: one warning each, default kept", test_malformed_values_warn_and_keep_default },
+	{ "unknown JPSYNC_ names warn, test/bench names do not", test_unknown_variable_warns },
+	{ "an 8 KiB value is refused without overflow", test_long_values_do_not_overflow },
+	{ "effective options print as NAME=value", test_print_effective },
+	{ "the process environment is read once", test_process_options_read_once },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ "options", NULL, NULL, NULL, NULL, options_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return jp_test_run(suites);
+}

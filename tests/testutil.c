@@ -1,0 +1,158 @@
+/* testutil.c - shared helpers of the CUnit suites (see testutil.h). */
+#include "testutil.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+# if __has_include(<valgrind/valgrind.h>)
+#  include <valgrind/valgrind.h>
+#  define HAVE_VG 1
+# endif
+#endif
+
+int jp_test_run(CU_SuiteInfo *suites)
+{
+	unsigned failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS) {
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+		return 99;
+	}
+	if (CU_register_suites(suites) != CUE_SUCCESS) {
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+		CU_cleanup_registry();
+		return 99;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures() + CU_get_number_of_suites_failed() +
+		   CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failures == 0 ? 0 : 1;
+}
+
+double jp_test_scale(void)
+{
+	const char *s = getenv("JPSYNC_TEST_SCALE");
+	char *end;
+	double v;
+
+	if (s == NULL || *s == '\0')
+		return 1.0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || !(v > 0) || v > 1000) {
+		fprintf(stderr, "JPSYNC_TEST_SCALE='%s' is not a number in (0, 1000]; using 1\n", s);
+		return 1.0;
+	}
+	return v;
+}
+
+uint64_t jp_test_scaled(uint64_t n, uint64_t min_n)
+{
+	double v = (double)n * jp_test_scale();
+	uint64_t r = v < 1 ? 1 : (uint64_t)v;
+	return r < min_n ? min_n : r;
+}
+
+bool jp_test_on_valgrind(void)
+{
+#ifdef HAVE_VG
+	return RUNNING_ON_VALGRIND != 0;
+#else
+	return getenv("VALGRIND") != NULL;
+#endif
+}
+
+bool jp_test_sanitized(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return true;
+#elif defined(__has_feature)
+# if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+	return true;
+# else
+	return false;
+# endif
+#else
+	return false;
+#endif
+}
+
+int jp_test_child(void (*fn)(void *), void *arg, struct jp_child_result *res)
+{
+	int fds[2], st;
+	pid_t pid;
+	size_t got = 0;
+
+	memset(res, 0, sizeof *res);
+	if (pipe(fds) != 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* No core files from the deliberate aborts. */
+		signal(SIGABRT, SIG_DFL);
+		dup2(fds[1], 2);
+		close(fds[0]);
+		close(fds[1]);
+		fn(arg);
+		fflush(NULL);
+		_exit(0);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t n = read(fds[0], res->err + got, sizeof res->err - 1 - got);
+		if (n > 0) {
+			got += (size_t)n;
+			if (got == sizeof res->err - 1) {
+				/* Full: drain the rest so the child never blocks. */
+				char sink[512];
+				while (read(fds[0], sink, sizeof sink) > 0)
+					;
+				break;
+			}
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	res->err[got] = '\0';
+	close(fds[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st)) {
+		res->exited = 1;
+		res->status = WEXITSTATUS(st);
+	} else if (WIFSIGNALED(st)) {
+		res->signaled = 1;
+		res->sig = WTERMSIG(st);
+	}
+	return 0;
+}
+
+void jp_test_deadline_ms(struct timespec *ts, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}

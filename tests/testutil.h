@@ -1,0 +1,44 @@
+/*
+ * testutil.h - what the CUnit suites share.
+ *
+ * jp_test_run() registers the suites, runs them in CUnit's basic mode
+ * (which prints CUnit's summary) and returns the exit status.
+ * jp_test_scaled() scales a stress size by JPSYNC_TEST_SCALE (default 1, may
+ * be fractional: 0.05 for the valgrind runs).  jp_test_child() runs a
+ * function in a forked child and captures its stderr and how it ended, for
+ * the cases that must abort.
+ */
+#ifndef JP_TESTUTIL_H
+#define JP_TESTUTIL_H
+
+#include <CUnit/CUnit.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int jp_test_run(CU_SuiteInfo *suites);
+
+double jp_test_scale(void);
+/* n scaled by JPSYNC_TEST_SCALE, at least min_n. */
+uint64_t jp_test_scaled(uint64_t n, uint64_t min_n);
+
+/* True under valgrind; true in a -fsanitize build. */
+bool jp_test_on_valgrind(void);
+bool jp_test_sanitized(void);
+
+struct jp_child_result {
+	int exited;		/* 1 if it exited, then status is the exit code */
+	int status;
+	int signaled;		/* 1 if killed by a signal, then sig is set */
+	int sig;
+	char err[8192];		/* what it wrote to stderr (truncated) */
+};
+
+/* Run fn(arg) in a child process; 0, or -1 if fork failed. */
+int jp_test_child(void (*fn)(void *), void *arg, struct jp_child_result *res);
+
+/* The absolute CLOCK_MONOTONIC time ms milliseconds from now. */
+struct timespec;
+void jp_test_deadline_ms(struct timespec *ts, long ms);
+
+#endif
