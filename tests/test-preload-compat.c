@@ -418,9 +418,9 @@ static void case_trim(void)
 	int r = malloc_trim(0);
 	size_t after = rss_bytes();
 
-	printf("trim: %zu blocks, %zu MiB: RSS base %zu MiB, peak %zu MiB, "
-	       "after free %zu MiB, after malloc_trim(0) %zu MiB (returned %d)\n",
-	       n, bytes >> 20, base >> 20, peak >> 20, before >> 20, after >> 20, r);
+	printf("trim: %zu blocks, %zu MiB: RSS base %zu KiB, peak %zu KiB, "
+	       "after free %zu KiB, after malloc_trim(0) %zu KiB (returned %d)\n",
+	       n, bytes >> 20, base >> 10, peak >> 10, before >> 10, after >> 10, r);
 	CHECK(peak > base + bytes / 2, "the blocks were resident");
 	/* What stays after trim: at most a tenth of what the blocks took. */
 	CHECK(after < base + (peak - base) / 10,
@@ -733,7 +733,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* The watchdog: a deadlock ends as SIGALRM, not as a hung test. */
-	alarm(120);
+	alarm(60);
 	if (strcmp(c, "names") == 0)
 		case_names();
 	else if (strcmp(c, "errors") == 0)
