@@ -36,6 +36,7 @@ struct ld_held {
 };
 
 struct ld_thread {
+	size_t map_size;
 	int tid;
 	unsigned depth;
 	struct ld_held held[LD_HELD_MAX];
@@ -54,9 +55,9 @@ static struct ld_edge *ld_edges;
 static unsigned ld_nedges;
 static int ld_full_warned;
 
-static pthread_once_t ld_once = PTHREAD_ONCE_INIT;
 static pthread_key_t ld_key;
-static int ld_key_ok;
+static int ld_key_state;		/* 0: not made; 1: made; -1: failed */
+static size_t ld_page;			/* the size of a per-thread map */
 static __thread struct ld_thread *ld_self __attribute__((tls_model("initial-exec")));
 
 /* ---- reports: formatted on the stack, one write each ------------------- */
@@ -147,30 +148,39 @@ static void ld_thread_exit(void *p)
 		flush(&b);
 	}
 	ld_self = NULL;
-	jp__os_unmap(t, jp__os_page_size());
-}
-
-static void ld_key_create(void)
-{
-	ld_key_ok = pthread_key_create(&ld_key, ld_thread_exit) == 0;
+	jp__os_unmap(t, t->map_size);
 }
 
 static struct ld_thread *ld_thread_get(void)
 {
 	struct ld_thread *t = ld_self;
 	void *p;
+	bool key_ok;
+	size_t page;
 
 	if (jp_likely(t != NULL))
 		return t;
-	pthread_once(&ld_once, ld_key_create);
+	/*
+	 * The key is made under ld_lock rather than pthread_once: helgrind
+	 * and drd do not see pthread_once's futex as synchronisation.
+	 */
+	jp__mutex_lock_internal(&ld_lock);
+	if (ld_key_state == 0) {
+		ld_key_state = pthread_key_create(&ld_key, ld_thread_exit) == 0 ? 1 : -1;
+		ld_page = jp__os_page_size();
+	}
+	key_ok = ld_key_state > 0;
+	page = ld_page;
+	jp__mutex_unlock_internal(&ld_lock);
 	_Static_assert(sizeof(struct ld_thread) <= 4096, "one page per thread");
-	if (jp__os_map(&p, jp__os_page_size()) != 0)
+	if (jp__os_map(&p, page) != 0)
 		return NULL;
 	t = p;
+	t->map_size = page;
 	t->tid = jp__os_gettid();
 	ld_self = t;
 	/* The key destructor reports what the thread still holds at exit. */
-	if (ld_key_ok)
+	if (key_ok)
 		pthread_setspecific(ld_key, t);
 	return t;
 }

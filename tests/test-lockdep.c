@@ -9,6 +9,25 @@
 #include <stdio.h>
 #include <string.h>
 
+/*
+ * ThreadSanitizer sees jp_mutex too (its annotations), and reports the
+ * deliberate inversion and the unlock by a wrong thread itself, exiting
+ * with 66: accepted in the TSan build, where lockdep's report is still
+ * checked.
+ */
+#if defined(__SANITIZE_THREAD__)
+# define TSAN_BUILD 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define TSAN_BUILD 1
+# endif
+#endif
+#ifdef TSAN_BUILD
+# define MISUSE_OK(r) ((r).exited && ((r).status == 0 || (r).status == 66))
+#else
+# define MISUSE_OK(r) ((r).exited && (r).status == 0)
+#endif
+
 static jp_mutex_t ma = JP_MUTEX_INIT, mb = JP_MUTEX_INIT, mc = JP_MUTEX_INIT;
 
 static unsigned count(const char *hay, const char *needle)
@@ -72,12 +91,12 @@ static void test_inversion_reported(void)
 	struct jp_child_result r;
 
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_inversion, NULL, &r), 0);
-	CU_ASSERT(r.exited && r.status == 0);
-	CU_ASSERT_EQUAL(count(r.err, "lock order inversion"), 1);
+	CU_ASSERT(MISUSE_OK(r));
+	CU_ASSERT_EQUAL(count(r.err, "jpsync: lockdep: lock order inversion"), 1);
 	CU_ASSERT(has_addr(r.err, &ma));
 	CU_ASSERT(has_addr(r.err, &mb));
 	/* Both acquisitions of both orders, each with its code address. */
-	CU_ASSERT_EQUAL(count(r.err, "while holding mutex"), 2);
+	CU_ASSERT_EQUAL(count(r.err, "lockdep:     while holding mutex"), 2);
 	CU_ASSERT(count(r.err, " (0x") >= 4);
 	CU_ASSERT(strstr(r.err, "can deadlock") != NULL);
 }
@@ -181,7 +200,7 @@ static void test_unlock_not_held(void)
 	struct jp_child_result r;
 
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_unlock_not_held, NULL, &r), 0);
-	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT(MISUSE_OK(r));
 	CU_ASSERT_EQUAL(count(r.err, "exits holding mutex"), 1);
 	CU_ASSERT_EQUAL(count(r.err, "that it does not hold"), 1);
 	CU_ASSERT(has_addr(r.err, &ma));

@@ -278,7 +278,7 @@ struct turn {
 	size_t size;
 	unsigned threads;
 	_Alignas(8) unsigned char obj[8];
-	uint64_t passes;	/* plain: only the thread whose turn it is writes */
+	_Atomic uint64_t passes;
 };
 
 static void turn_body(void *ctx, unsigned thread, uint64_t iter)
@@ -290,7 +290,8 @@ static void turn_body(void *ctx, unsigned thread, uint64_t iter)
 	mine &= mask;
 	while ((cur = load(t->obj, t->size)) != mine)
 		jp_wait(t->obj, &cur, t->size, NULL);
-	t->passes++;
+	/* relaxed: counted, checked after the join */
+	atomic_fetch_add_explicit(&t->passes, 1, memory_order_relaxed);
 	store(t->obj, t->size, (mine + 1) & mask);
 	jp_notify_all(t->obj);
 }
