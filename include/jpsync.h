@@ -15,6 +15,9 @@
 /* synchronisation */
 
 /* data flow */
+#include <jpsync/queue.h>
+#include <jpsync/pool.h>
+#include <jpsync/epoch.h>
 
 
 #endif /* JPSYNC_H */
