@@ -5,6 +5,8 @@
 # the best peer are right; a skipped peer and a missing driver are notes,
 # not failures; a FAILED row, a crashing driver and a malformed CSV make the
 # report exit non-zero after writing everything.
+# ok() always succeeds, so `test && ok || bad` is an if-then-else here.
+# shellcheck disable=SC2015
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: shell plumbing, nothing for valgrind to check"; exit 77; fi
@@ -21,7 +23,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 report() { # OUTDIR SCRIPTS [ARGS...]
   o=$1 s=$2; shift 2
   JPSYNC_BENCH_SCRIPTS=$s JPSYNC_BENCH_OUT=$o \
-    $SHELL "$top_srcdir/tests/bench/report.sh" "$@" > "$o.log" 2>&1
+    sh "$top_srcdir/tests/bench/report.sh" "$@" > "$o.log" 2>&1
 }
 
 # A PNG: the signature, then an IHDR chunk with non-zero width and height.
@@ -119,7 +121,7 @@ grep -q '^| crash-bench | .*FAILED (exit status' "$o/summary.md" && ok "crash ma
 grep -q '^| junk-bench | .*FAILED (1 malformed' "$o/summary.md" && ok "malformed CSV marked FAILED" || bad "malformed CSV not marked"
 
 # 4. A usage error.
-JPSYNC_BENCH_SCRIPTS= $SHELL "$top_srcdir/tests/bench/report.sh" --bogus >/dev/null 2>&1
+JPSYNC_BENCH_SCRIPTS="" sh "$top_srcdir/tests/bench/report.sh" --bogus >/dev/null 2>&1
 [ $? -eq 2 ] && ok "unknown option: exit 2" || bad "unknown option not refused"
 
 [ "$fail" -eq 0 ] || { echo "--- last report log"; cat "$tmp/good.log"; }

@@ -90,7 +90,7 @@ fi
 
 stamp=$(date -u +%Y%m%d-%H%M%S)
 [ -n "$out" ] || out=$top_builddir/tests/bench/results/$stamp
-mkdir -p "$out" && out=$(cd "$out" && pwd) || { echo "$me: cannot create $out" >&2; exit 2; }
+if ! mkdir -p "$out" || ! out=$(cd "$out" && pwd); then echo "$me: cannot create $out" >&2; exit 2; fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/jpsync-report.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
@@ -166,7 +166,7 @@ for s in $scripts; do
   fi
   rm -f "$out/$name.csv" "$out/$name.notes" "$out/$name".png "$out/$name"-*.png
   # Run it with the interpreter its #! line names (bash drivers exist).
-  interp=$SHELL
+  interp=/bin/sh
   IFS= read -r first < "$path" || first=
   case $first in
     '#!'*/env\ *) interp=${first#*/env } ;;

@@ -39,6 +39,7 @@ run() { # workload threads impl rep unit better
   impl=$3
   [ "$impl" = peer_lib ] && impl=peer_atomic # the pretend peer runs like one
   if res=$("$prog" "$1" "$2" "$impl"); then
+    # shellcheck disable=SC2086 # two words: the value and the peak RSS
     set -- "$@" $res
     echo "$name,$1,$2,$3,$4,$7,$5,$6,${8:-}" >> "$csv"
   else
