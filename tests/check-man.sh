@@ -21,6 +21,7 @@ for page in man*/*.[0-9]; do
     echo "FAIL: mandoc -Tlint $page:"; cat "$tmp/lint"; fail=1
   fi
 done
+[ -f ../tests/map-symbols.sh ] || { echo "FAIL: tests/map-symbols.sh missing"; exit 1; }
 names=$(sh ../tests/map-symbols.sh ../lib/libjpsync.map | sed 's/@.*//')
 for n in $names; do
   [ -f "man3/$n.3" ] || { echo "FAIL: no page man3/$n.3 for public function $n"; fail=1; }
