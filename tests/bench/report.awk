@@ -207,10 +207,16 @@ function line_chart(b, g,    title, id, gp, png, i, j, impl, k, d, n, plot, lo, 
 	for (j = 1; j <= nt[g]; j++)
 		xt = xt (j > 1 ? ", " : "") (g in tcat ? gpstr(tl[g, j]) " " j : tl[g, j])
 	print "set xtics (" xt ")" > gp
-	if (!(g in tcat) && tl[g, nt[g]] + 0 >= 4 * (tl[g, 1] + 0) && tl[g, 1] + 0 > 0)
+	# Room beside the first and last thread counts, so their tics show.
+	if (!(g in tcat) && tl[g, nt[g]] + 0 >= 4 * (tl[g, 1] + 0) && tl[g, 1] + 0 > 0) {
 		print "set logscale x 2" > gp
-	else
-		print "set offsets graph 0.05, graph 0.05, 0, 0" > gp
+		print "set xrange [" (tl[g, 1] / 1.25) ":" (tl[g, nt[g]] * 1.25) "]" > gp
+	} else if (g in tcat)
+		print "set xrange [0.7:" (nt[g] + 0.3) "]" > gp
+	else {
+		v = (tl[g, nt[g]] - tl[g, 1]) * 0.06 + 0.1
+		print "set xrange [" (tl[g, 1] - v) ":" (tl[g, nt[g]] + v) "]" > gp
+	}
 	if (lo > 0 && hi / lo > 100)
 		print "set logscale y 10" > gp
 	else
@@ -224,6 +230,18 @@ function line_chart(b, g,    title, id, gp, png, i, j, impl, k, d, n, plot, lo, 
 # The factor that brings hi under 10 000 (the axis says which).
 function scale(hi) {
 	return hi >= 1e10 ? 1e9 : hi >= 1e7 ? 1e6 : hi >= 1e4 ? 1e3 : 1
+}
+
+# When every row has the same thread count: that count, the labels left
+# as they are; else "" and each label gets its count.
+function same_threads(n, lab, thr,    j) {
+	for (j = 2; j <= n; j++)
+		if (thr[j] != thr[1]) {
+			for (j = 1; j <= n; j++)
+				lab[j] = lab[j] " (" thr[j] ")"
+			return ""
+		}
+	return thr[1]
 }
 
 # A grouped bar chart: rows (workloads) against columns (implementations).
@@ -265,12 +283,12 @@ function bar_chart(id, title, unit, better, nrow, rowlab, rowval, b,    gp, png,
 	print "set datafile separator \"\\t\"" > gp
 	print "set datafile missing \"?\"" > gp
 	print "set xtics nomirror" > gp
-	if (nrow > 3)
-		print "set xtics rotate by -20" > gp
+	if (nrow > 4)
+		print "set xtics font \",8\"" > gp
 	if (lo > 0 && hi / lo > 100)
 		print "set logscale y 10" > gp
 	else
-		print "set yrange [0:*]" > gp
+		print "set yrange [0:" (hi / sc) * 1.08 "]" > gp
 	print "plot for [i=2:" (ni[b] + 1) "] " gpstr(d) " using i:xtic(1) title columnheader(i)" > gp
 	close(gp)
 	print gp "\t" png "\t" b "\t" title > (WORK "/charts.list")
@@ -313,7 +331,7 @@ END {
 			close(body)
 			continue
 		}
-		print "### Medians (" REPS " repetitions)" > body
+		print "### Medians (" REPS " repetition" (REPS == 1 ? "" : "s") ")" > body
 		print "" > body
 		print "Ratio: jpsync's median / the best peer's median in the row; " \
 		    "**win** when better by more than 5%, *loss* when worse by more than 5%." > body
@@ -432,6 +450,7 @@ END {
 			nrow = 0
 			delete rowlab
 			delete rowval
+			delete rowthr
 			for (gi = 1; gi <= ng[b]; gi++) {
 				g = gl[b, gi]
 				if ((b, gw[g]) in rssdone)
@@ -464,7 +483,8 @@ END {
 					print line " " bestn " | " r " |" > body
 					if (j == nt[g]) {
 						# The chart shows each workload at its largest thread count.
-						rowlab[++nrow] = gw[g] " (" t " thr)"
+						rowlab[++nrow] = gw[g]
+						rowthr[nrow] = t
 						for (i = 1; i <= ni[b]; i++) {
 							k = g SUBSEP t SUBSEP il[b, i]
 							rowval[nrow, i] = (k in mrss) ? mib(mrss[k]) : ""
@@ -472,24 +492,31 @@ END {
 					}
 				}
 			}
-			if (nrow > 0)
-				bar_chart(safe(b "-rss"), b ": peak RSS per workload (largest thread count)",
+			if (nrow > 0) {
+				thr = same_threads(nrow, rowlab, rowthr)
+				bar_chart(safe(b "-rss"), b ": peak RSS per workload" \
+				    (thr != "" ? " at " thr " threads" : " at its largest thread count"),
 				    "peak RSS, MiB", "lower", nrow, rowlab, rowval, b)
+			}
 		}
 		# Bar charts of the one-thread-count workloads, one per unit.
 		for (bs = 1; bs <= nbars; bs++) {
 			delete rowlab
 			delete rowval
+			delete rowthr
 			for (j = 1; j <= bsn[bs]; j++) {
 				g = bsg[bs, j]
-				rowlab[j] = gw[g] " (" tl[g, 1] " thr)"
+				rowlab[j] = gw[g]
+				rowthr[j] = tl[g, 1]
 				for (i = 1; i <= ni[b]; i++) {
 					k = g SUBSEP tl[g, 1] SUBSEP il[b, i]
 					rowval[j, i] = (k in med) ? med[k] : ""
 				}
 			}
-			bar_chart(safe(b "-" bsu[bs]), b ": " bsu[bs] " per implementation",
-			    bsu[bs], bsb[bs], bsn[bs], rowlab, rowval, b)
+			thr = same_threads(bsn[bs], rowlab, rowthr)
+			title = b ": " (bsn[bs] == 1 ? rowlab[1] " (" bsu[bs] ")" : bsu[bs] " per workload") \
+			    (thr != "" ? " at " thr " thread" (thr == 1 ? "" : "s") : "")
+			bar_chart(safe(b "-" bsu[bs]), title, bsu[bs], bsb[bs], bsn[bs], rowlab, rowval, b)
 		}
 		close(body)
 		vf = WORK "/verdict." b ".md"
