@@ -520,6 +520,11 @@ END {
 		}
 		close(body)
 		vf = WORK "/verdict." b ".md"
+		if (nwin + npar + nloss == 0) {
+			print "jpsync was not measured against a peer here (see the notes)." > vf
+			close(vf)
+			continue
+		}
 		printf "jpsync against the best peer, row by row: %d win, %d par, %d loss", nwin, npar, nloss > vf
 		if (losses != "")
 			printf " (losses: %s)", losses > vf

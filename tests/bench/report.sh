@@ -287,6 +287,12 @@ fi
     cat "$work/notes.md"
   fi
   echo
+  echo "## Where jpsync wins and loses"
+  echo
+  while IFS=$tab read -r name s rc secs state; do
+    [ -f "$work/verdict.$name.md" ] && echo "- $name: $(cat "$work/verdict.$name.md")"
+  done < "$work/drivers.tsv"
+  echo
   echo "## Machine and versions"
   echo
   echo '```'
