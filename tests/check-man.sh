@@ -39,7 +39,8 @@ done
 
 # jpsync(7)'s ENVIRONMENT lists exactly the variables of the option table in
 # lib/options.c, each with its default ("Default 32." for a size, "Default
-# off." for a boolean or a switch that is off).
+# off." for a boolean or a switch that is off); so does the README's table
+# under "## Tuning variables".
 if ! perl -e '
   my ($src, $page) = @ARGV;
   open my $fh, "<", $src or die "$src: $!"; local $/; my $c = <$fh>;
@@ -77,12 +78,40 @@ if ! perl -e '
   }
   print "ok: jpsync(7) ENVIRONMENT lists the ", scalar(keys %want),
     " variables of lib/options.c with their defaults\n" unless $bad;
+
+  # The same for the README table under "## Tuning variables".
+  my $readme = $ARGV[2];
+  if (open $fh, "<", $readme) {
+    my $r = <$fh>;
+    my ($sec) = $r =~ /^## Tuning variables\n(.*?)(?=^## |\z)/ms;
+    my %rd;
+    $rd{$1} = $2 while defined $sec && $sec =~ /^\| `(JPSYNC_\w+)` \| ([^|]*?) \|/mg;
+    my $rbad = 0;
+    for my $v (sort keys %want) {
+      if (!exists $rd{$v}) {
+        print "FAIL: README.md Tuning variables does not list $v\n"; $rbad = 1;
+      } elsif ($rd{$v} ne $want{$v}) {
+        print "FAIL: README.md gives $v the default \"$rd{$v}\", lib/options.c $want{$v}\n";
+        $rbad = 1;
+      }
+    }
+    for my $v (sort keys %rd) {
+      next if exists $want{$v};
+      print "FAIL: README.md Tuning variables lists $v, which lib/options.c does not read\n";
+      $rbad = 1;
+    }
+    print "ok: README.md Tuning variables matches lib/options.c\n" unless $rbad;
+    $bad ||= $rbad;
+  }
   exit $bad;
-' ../lib/options.c man7/jpsync.7; then
+' ../lib/options.c man7/jpsync.7 ../README.md; then
   fail=1
 fi
 
-names=$(sh ../tests/map-symbols.sh ../lib/libjpsync.map | sed 's/@.*//')
+sh ../tests/map-symbols.sh ../lib/libjpsync.map > "$tmp/map" ||
+  { echo "FAIL: cannot read the names of lib/libjpsync.map"; exit 1; }
+names=$(sed 's/@.*//' "$tmp/map")
+[ -n "$names" ] || { echo "FAIL: no public names in lib/libjpsync.map"; exit 1; }
 for n in $names; do
   [ -f "man3/$n.3" ] || { echo "FAIL: no page man3/$n.3 for public function $n"; fail=1; }
 done
