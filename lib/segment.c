@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
-_Atomic uint8_t jp__registry[JP_REG_N];
+uint8_t jp__registry[JP_REG_N];
 struct jp__lock jp__seg_lock;
 
 /* Slices of free spans and the header point here: no offset is a block. */
@@ -35,8 +35,7 @@ static uint64_t last_purge_ns;
 static void reg_set(uintptr_t a, uint8_t v)
 {
 	/* relaxed: see jp__reg_get. */
-	atomic_store_explicit(&jp__registry[a >> JP_SEG_SHIFT], v,
-			      memory_order_relaxed);
+	__atomic_store_n(&jp__registry[a >> JP_SEG_SHIFT], v, __ATOMIC_RELAXED);
 }
 
 void jp__mapped_add(size_t n)
