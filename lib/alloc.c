@@ -144,7 +144,7 @@ static void *check_alloc(struct jp_heap *h, size_t n)
 /* Is user pointer p a checked block of span s?  Then its block. */
 static unsigned char *check_block(struct jp_span *s, uintptr_t a)
 {
-	if (!jp__ag.check || a - CHECK_HDR < s->start ||
+	if (!jp__ag.check || a - CHECK_HDR < jp__span_start(s) ||
 	    !jp__is_block(s, a - CHECK_HDR))
 		return NULL;
 	return (unsigned char *)(a - CHECK_HDR);
@@ -177,8 +177,13 @@ static void *small_alloc(uint32_t cls)
 	if (h == NULL)
 		return NULL;
 	p = jp__class_alloc(h, cls);
-	if (p != NULL && jp__ag.vg)
+	if (p != NULL && jp__ag.vg) {
 		JP_VG_MALLOCLIKE(p, jp__classes[cls].bsize, 0);
+		/* Word 1 (zero now) is read by every free for the
+		 * double-free key: defined, or memcheck would complain of
+		 * our check instead of the program's bugs. */
+		JP_VG_DEFINED((char *)p + sizeof(void *), sizeof(void *));
+	}
 	return p;
 }
 

@@ -112,7 +112,10 @@ static inline void jp__unlock(struct jp__lock *l)
 
 struct jp_span {
 	/* What free() reads, in the first cache line. */
-	uintptr_t start;	/* address of block 0 */
+	/* Minus the address of block 0: not a pointer, so that memcheck's
+	 * leak scan does not take the segment header for a reference to the
+	 * block (a lost block 0 must be "definitely lost"). */
+	uintptr_t nstart;
 	uint64_t limit;		/* see jp__is_block */
 	uint64_t divc;		/* see jp__is_block */
 	uint32_t binoff;	/* cls * sizeof(struct jp_bin) */
@@ -144,7 +147,8 @@ struct jp_huge {
 	uint64_t magic;
 	void *base;		/* the mapping */
 	size_t map_size;
-	void *user;		/* the block */
+	size_t user_off;	/* the block is at base + user_off (an offset,
+				 * not a pointer: see jp_span.nstart) */
 	size_t usable;
 };
 
@@ -311,6 +315,16 @@ static inline struct jp_span *jp__span_of(uintptr_t a)
 	return seg->slice_span[(a >> JP_SLICE_SHIFT) & (JP_NSLICES - 1)];
 }
 
+static inline uintptr_t jp__span_start(const struct jp_span *s)
+{
+	return -s->nstart;
+}
+
+static inline void *jp__huge_user(const struct jp_huge *h)
+{
+	return (char *)h->base + h->user_off;
+}
+
 /* True when a is the start of a block of span s. */
 static inline bool jp__is_block(const struct jp_span *s, uintptr_t a)
 {
@@ -325,7 +339,7 @@ static inline bool jp__is_block(const struct jp_span *s, uintptr_t a)
 	 * a >= start (the slice belongs to the span), so off < 2^32.  Free
 	 * slices point to a span with limit 0: nothing is a block there.
 	 */
-	return (a - s->start) * s->divc < s->limit;
+	return (a + s->nstart) * s->divc < s->limit;
 }
 
 #endif /* JP_ALLOC_INTERNAL_H */

@@ -127,8 +127,8 @@ static struct jp_span *span_new(struct jp_class *k, uint32_t cls)
 	s->cls = cls;
 	s->bsize = k->bsize;
 	s->nblocks = k->nblocks;
-	s->bump = s->start;
-	s->bump_end = s->start + (uintptr_t)k->nblocks * k->bsize;
+	s->bump = jp__span_start(s);
+	s->bump_end = jp__span_start(s) + (uintptr_t)k->nblocks * k->bsize;
 	s->free = NULL;
 	s->used = 0;
 	s->binoff = cls * (uint32_t)sizeof(struct jp_bin);
@@ -162,11 +162,14 @@ static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
 		while (got < want) {
 			if (s->free != NULL) {
 				b = s->free;
-				JP_VG_DEFINED(b, sizeof(void *));
+				/* memcheck: ours again (words 0 and 1) until
+				 * MALLOCLIKE hands it out. */
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
 				s->free = *(void **)b;
 			} else if (s->bump < s->bump_end) {
 				b = (void *)s->bump;
 				s->bump += s->bsize;
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
 				/* A carved block may hold a stale key or
 				 * pattern from an earlier life of the span. */
 				if (jp__ag.check)
@@ -406,7 +409,10 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		JP_CNT_SET(b->cn, JP_CN_CREDIT(JP_CNT_LOAD(b->cn)));
 	}
 	JP_CNT_ADD(h->nmiss[cls], 1);
-	((void **)blk)[1] = NULL;
+	/* Not the double-free key any more (JPSYNC_CHECK looks at it first:
+	 * check_alloc overwrites it). */
+	if (!jp__ag.check)
+		((void **)blk)[1] = NULL;
 	return blk;
 }
 

@@ -15,12 +15,11 @@ trap 'rm -f "$tmp"' EXIT
 fail=0
 
 $vg "$helper" leak >"$tmp" 2>&1
-if ! grep -q "definitely lost: 4,242 bytes in 1 blocks" "$tmp"; then
+if ! grep -q "definitely lost: [0-9,]* bytes in 1 blocks" "$tmp"; then
 	echo "FAIL: memcheck did not report the leaked jp_alloc block"; cat "$tmp"; fail=1
 fi
 $vg "$helper" use-after-free >"$tmp" 2>&1
-if ! grep -q "Invalid read" "$tmp" || ! grep -q "block was free'd" "$tmp" &&
-   ! grep -q "free'd" "$tmp"; then
+if ! grep -q "Invalid read" "$tmp" || ! grep -q "free'd" "$tmp"; then
 	echo "FAIL: memcheck did not report the read of a freed block"; cat "$tmp"; fail=1
 fi
 if ! $vg "$helper" clean >"$tmp" 2>&1; then
