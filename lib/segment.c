@@ -201,6 +201,10 @@ void jp__span_release(struct jp_span *s)
 				break;
 			}
 		if (spare) {
+			/* Its resident pages: this span's, and the dirty
+			 * ones (the others were purged and counted). */
+			trimmed_add(bytes + (size_t)__builtin_popcountll(seg->dirty_bits) *
+				    JP_SLICE_SIZE);
 			segment_free(seg);
 			jp__unlock(&jp__seg_lock);
 			return;

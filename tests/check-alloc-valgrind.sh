@@ -7,7 +7,9 @@ set -u
 helper="$top_builddir/tests/alloc-helper"
 command -v valgrind >/dev/null 2>&1 || { echo "valgrind not found: skip"; exit 77; }
 case "${SANITIZERS:-}" in ?*) echo "sanitizer build: skip"; exit 77;; esac
-# Already under valgrind (make check-valgrind): nothing to add.
+# Under make check-valgrind (VALGRIND set), or already under valgrind: the
+# plain make check runs this once; nothing to add.
+if [ -n "${VALGRIND:-}" ]; then echo "SKIP: run by make check"; exit 77; fi
 case "${LD_PRELOAD:-}" in *vgpreload*) exit 77;; esac
 vg="valgrind --tool=memcheck --leak-check=full --error-exitcode=9"
 tmp=${TMPDIR:-/tmp}/check-alloc-vg.$$

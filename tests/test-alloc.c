@@ -544,12 +544,14 @@ static void test_stress_mixed_sizes(void)
 
 /* fork() while other threads allocate: the child allocates and exits. */
 static _Atomic int fork_stop;
+/* Global, not on the stacks: in the child, whose copies of these threads
+ * do not run, memcheck must still see the blocks as reachable. */
+static void *fork_blocks[2][32];
 
 static void *fork_noise(void *arg)
 {
-	(void)arg;
 	while (!atomic_load(&fork_stop)) {
-		void *p[32];
+		void **p = fork_blocks[(uintptr_t)arg];
 
 		for (int i = 0; i < 32; i++)
 			p[i] = jp_alloc((size_t)(i * 97));
@@ -566,7 +568,8 @@ static void test_fork_while_allocating(void)
 
 	atomic_store(&fork_stop, 0);
 	for (int i = 0; i < 2; i++)
-		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, fork_noise, NULL), 0);
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, fork_noise,
+						     (void *)(uintptr_t)i), 0);
 	for (int f = 0; f < forks; f++) {
 		int st;
 		pid_t pid = fork();
@@ -814,7 +817,16 @@ static void test_invalid_free_offset_and_unaligned(void)
 
 static void test_double_free(void)
 {
-	void *p = jp_alloc(64), *q = jp_alloc(3000);
+	void *p, *q;
+
+	if (jp_test_on_valgrind()) {
+		/* Reading the freed block is what memcheck reports (it
+		 * catches the double free itself); not a clean run. */
+		printf("(skipped under valgrind) ");
+		return;
+	}
+	p = jp_alloc(64);
+	q = jp_alloc(3000);
 
 	expect_die(do_double_free, p, "double free", p);
 	expect_die(do_double_free, q, "double free", q);
@@ -855,19 +867,23 @@ static void chain_free(void **head)
 static void test_trim_gives_back(void)
 {
 	size_t total = (size_t)jp_test_scaled(1024, 8) * MiB;
-	size_t base, peak, after, given;
+	size_t base, peak, after;
+	struct jp_alloc_stats st0, st1;
 	void **a, **b;
 
 	jp_alloc_trim();
+	stats(&st0);
 	base = rss_now();
 	a = chain_alloc(total / 2, 64);
 	b = chain_alloc(total / 2, 200);
 	peak = rss_now();
 	chain_free(a);
 	chain_free(b);
-	given = jp_alloc_trim();
+	jp_alloc_trim();
 	after = rss_now();
-	CU_ASSERT(given > 0 || after < peak / 2);
+	stats(&st1);
+	/* Given back: by madvise over time or by the trim. */
+	CU_ASSERT(st1.trimmed - st0.trimmed >= total / 2);
 	if (rss_checks()) {
 		CU_ASSERT(peak - base >= total * 9 / 10);
 		CU_ASSERT(after < base + (peak - base) / 10);
