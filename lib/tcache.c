@@ -83,6 +83,13 @@ void jp__tcache_init(void)
 		k->cache_limit = (uint32_t)lim;
 		(void)mag;
 	}
+	/* The lock words are atomics, which helgrind and drd do not see;
+	 * the locks' happens-before annotations order what they protect. */
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		JP_BENIGN_RACE(&jp__classes[c].lock, sizeof(struct jp__lock), "lock word");
+	}
+	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
+	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
 	for (size_t i = 0; i <= JP_LOOKUP_MAX / 16; i++)
 		jp__class_lookup[i] = (uint16_t)(jp__size_class(i * 16) *
 						 sizeof(struct jp_bin));
