@@ -43,7 +43,7 @@ _Atomic int jp__alloc_state;
  */
 static bool on_memcheck(void)
 {
-#if defined(HAVE_VALGRIND_HELGRIND_H) && !defined(JP_NO_VALGRIND)
+#ifdef JP_HAVE_MEMCHECK
 	int probe = 0;
 
 	if (!RUNNING_ON_VALGRIND)

@@ -36,7 +36,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#if defined(HAVE_VALGRIND_HELGRIND_H) && !defined(JP_NO_VALGRIND)
+#if defined(HAVE_VALGRIND_MEMCHECK_H) && defined(HAVE_VALGRIND_HELGRIND_H) && \
+	!defined(JP_NO_VALGRIND)
+# define JP_HAVE_MEMCHECK 1
 # include <valgrind/memcheck.h>
 # define JP_VG_MALLOCLIKE(p, n, zeroed) VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed)
 # define JP_VG_FREELIKE(p)	VALGRIND_FREELIKE_BLOCK(p, 0)
