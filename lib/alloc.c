@@ -34,6 +34,27 @@ _Atomic int jp__alloc_state;
 #define CHECK_FILL	0xdf	/* freed blocks */
 #define CHECK_CANARY	0xab	/* past the requested size */
 
+/*
+ * Memcheck, not just any valgrind tool: only memcheck needs every block
+ * announced (and so no thread cache); callgrind must count the real fast
+ * paths, and helgrind and drd are served by the lock annotations.  A
+ * memcheck-only request returns 0 for defined memory; other tools return
+ * the default we pass.
+ */
+static bool on_memcheck(void)
+{
+#ifdef JP_HAVE_MEMCHECK
+	int probe = 0;
+
+	if (!RUNNING_ON_VALGRIND)
+		return false;
+	return VALGRIND_DO_CLIENT_REQUEST_EXPR(1, VG_USERREQ__CHECK_MEM_IS_DEFINED,
+					       &probe, sizeof probe, 0, 0, 0) == 0;
+#else
+	return false;
+#endif
+}
+
 void jp__alloc_init_slow(void)
 {
 	int z = 0;
@@ -46,7 +67,7 @@ void jp__alloc_init_slow(void)
 		/* Odd: never a block pointer, so a free list link is never
 		 * taken for the key. */
 		jp__ag.key = key | 1;
-		jp__ag.vg = JP_ON_VALGRIND();
+		jp__ag.vg = on_memcheck();
 		jp__ag.check = o->check && !jp__ag.vg;
 		jp__ag.nocache = jp__ag.vg || jp__ag.check;
 		jp__ag.cache_n = o->cache_n;
@@ -123,7 +144,8 @@ static void *check_alloc(struct jp_heap *h, size_t n)
 /* Is user pointer p a checked block of span s?  Then its block. */
 static unsigned char *check_block(struct jp_span *s, uintptr_t a)
 {
-	if (!jp__ag.check || a < CHECK_HDR || !jp__is_block(s, a - CHECK_HDR))
+	if (!jp__ag.check || a - CHECK_HDR < jp__span_start(s) ||
+	    !jp__is_block(s, a - CHECK_HDR))
 		return NULL;
 	return (unsigned char *)(a - CHECK_HDR);
 }
@@ -155,8 +177,13 @@ static void *small_alloc(uint32_t cls)
 	if (h == NULL)
 		return NULL;
 	p = jp__class_alloc(h, cls);
-	if (p != NULL && jp__ag.vg)
+	if (p != NULL && jp__ag.vg) {
 		JP_VG_MALLOCLIKE(p, jp__classes[cls].bsize, 0);
+		/* Word 1 (zero now) is read by every free for the
+		 * double-free key: defined, or memcheck would complain of
+		 * our check instead of the program's bugs. */
+		JP_VG_DEFINED((char *)p + sizeof(void *), sizeof(void *));
+	}
 	return p;
 }
 
@@ -192,13 +219,13 @@ JP_EXPORT void *jp_alloc(size_t size)
 	struct jp_heap *h = jp__tls_heap;
 
 	if (jp_likely(size <= JP_LOOKUP_MAX)) {
-		struct jp_bin *b = &h->bins[jp__class_lookup[(size + 15) >> 4]];
+		struct jp_bin *b = (struct jp_bin *)((char *)h +
+			jp__class_lookup[(size + 15) >> 4]);
 		void **blk = b->head;
 
 		if (jp_likely(blk != NULL)) {
 			b->head = blk[0];
-			JP_CNT_ADD(b->credit, 1);
-			JP_CNT_ADD(b->nalloc, 1);
+			JP_CNT_ADD(b->cn, JP_CN_ALLOC);
 			blk[1] = NULL;	/* not the double-free key */
 			return blk;
 		}
@@ -324,13 +351,14 @@ JP_EXPORT void jp_free(void *p)
 
 		if (jp_likely(jp__is_block(s, a) &&
 			      ((uintptr_t *)p)[1] != jp__ag.key)) {
-			struct jp_bin *b = &jp__tls_heap->bins[s->cls];
+			struct jp_bin *b = (struct jp_bin *)
+				((char *)jp__tls_heap + s->binoff);
 
-			if (jp_likely(JP_CNT_LOAD(b->credit) > 0)) {
+			if (jp_likely(JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) != 0)) {
 				((void **)p)[0] = b->head;
 				((uintptr_t *)p)[1] = jp__ag.key;
 				b->head = p;
-				JP_CNT_ADD(b->credit, -1);
+				JP_CNT_ADD(b->cn, -(uint64_t)1);
 				return;
 			}
 		}

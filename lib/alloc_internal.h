@@ -36,7 +36,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#if defined(HAVE_VALGRIND_HELGRIND_H) && !defined(JP_NO_VALGRIND)
+#if defined(HAVE_VALGRIND_MEMCHECK_H) && defined(HAVE_VALGRIND_HELGRIND_H) && \
+	!defined(JP_NO_VALGRIND)
+# define JP_HAVE_MEMCHECK 1
 # include <valgrind/memcheck.h>
 # define JP_VG_MALLOCLIKE(p, n, zeroed) VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed)
 # define JP_VG_FREELIKE(p)	VALGRIND_FREELIKE_BLOCK(p, 0)
@@ -112,11 +114,15 @@ static inline void jp__unlock(struct jp__lock *l)
 
 struct jp_span {
 	/* What free() reads, in the first cache line. */
-	uintptr_t start;	/* address of block 0 */
-	uint64_t limit;		/* nblocks * bsize: offsets below are blocks */
-	uint64_t divc;		/* UINT64_MAX / bsize + 1: divisibility test */
-	uint32_t cls;		/* size class */
+	/* Minus the address of block 0: not a pointer, so that memcheck's
+	 * leak scan does not take the segment header for a reference to the
+	 * block (a lost block 0 must be "definitely lost"). */
+	uintptr_t nstart;
+	uint64_t limit;		/* see jp__is_block */
+	uint64_t divc;		/* see jp__is_block */
+	uint32_t binoff;	/* cls * sizeof(struct jp_bin) */
 	uint32_t bsize;
+	uint32_t cls;		/* size class */
 	/* The rest is under the class lock. */
 	void *free;		/* freed blocks, linked through word 0 */
 	uintptr_t bump;		/* next never-used block ... */
@@ -143,7 +149,8 @@ struct jp_huge {
 	uint64_t magic;
 	void *base;		/* the mapping */
 	size_t map_size;
-	void *user;		/* the block */
+	size_t user_off;	/* the block is at base + user_off (an offset,
+				 * not a pointer: see jp_span.nstart) */
 	size_t usable;
 };
 
@@ -169,13 +176,16 @@ struct jp_class {
 
 struct jp_bin {
 	void *head;		/* free blocks, linked through word 0 */
-	int64_t credit;		/* more blocks the bin may take */
-	uint64_t nalloc;	/* blocks handed out from this bin */
+	/* Bits 0-15: the credit, how many more blocks the bin may take
+	 * (JPSYNC_CACHE_N is at most 4096); bits 16-63: blocks handed out.
+	 * One word, so that an allocation updates both with one add. */
+	uint64_t cn;
+	uint64_t nalloc_hi;	/* handed out, folded from cn (48-bit wrap) */
 	uint64_t nrefill;	/* blocks brought in from the class */
 };
 
 struct jp_heap {
-	struct jp_bin bins[JP_NCLASSES];
+	struct jp_bin bins[JP_NCLASSES];	/* first: bin offsets are heap offsets */
 	uint64_t nflush[JP_NCLASSES];	/* blocks sent back to the class */
 	uint64_t nmiss[JP_NCLASSES];	/* refills */
 	struct jp_heap *next, *prev;	/* all heaps (heap lock) */
@@ -198,6 +208,10 @@ struct jp_heap {
 #endif
 #define JP_CNT_ADD(x, v)	JP_CNT_SET(x, JP_CNT_LOAD(x) + (v))
 
+#define JP_CN_ALLOC	(((uint64_t)1 << 16) + 1)	/* one handed out */
+#define JP_CN_CREDIT(cn)	((cn) & 0xffff)
+#define JP_CN_NALLOC(cn)	((cn) >> 16)
+
 /* ---- globals ------------------------------------------------------ */
 
 struct jp_alloc_globals {
@@ -215,8 +229,8 @@ struct jp_alloc_globals {
 
 extern struct jp_alloc_globals jp__ag;
 extern struct jp_class jp__classes[JP_NCLASSES];
-extern uint8_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];
-extern _Atomic uint8_t jp__registry[JP_REG_N];
+extern uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
+extern uint8_t jp__registry[JP_REG_N];
 extern struct jp_span jp__no_span;
 extern struct jp_heap jp__empty_heap;
 extern __thread struct jp_heap *jp__tls_heap
@@ -244,8 +258,13 @@ static inline unsigned jp__reg_get(uintptr_t a)
 	/* relaxed: a block's segment is registered before the block is
 	 * handed out, and the block reaches another thread only through
 	 * synchronisation of its own. */
-	return atomic_load_explicit(&jp__registry[a >> JP_SEG_SHIFT],
-				    memory_order_relaxed);
+#ifdef JP_TSAN
+	return __atomic_load_n(&jp__registry[a >> JP_SEG_SHIFT], __ATOMIC_RELAXED);
+#else
+	/* A byte: a plain load is as good as a relaxed one, and lets the
+	 * compiler fold it into the compare of the fast path. */
+	return *(volatile const uint8_t *)&jp__registry[a >> JP_SEG_SHIFT];
+#endif
 }
 
 /* "os.c" (the allocator's block at its end) */
@@ -298,13 +317,31 @@ static inline struct jp_span *jp__span_of(uintptr_t a)
 	return seg->slice_span[(a >> JP_SLICE_SHIFT) & (JP_NSLICES - 1)];
 }
 
+static inline uintptr_t jp__span_start(const struct jp_span *s)
+{
+	return -s->nstart;
+}
+
+static inline void *jp__huge_user(const struct jp_huge *h)
+{
+	return (char *)h->base + h->user_off;
+}
+
 /* True when a is the start of a block of span s. */
 static inline bool jp__is_block(const struct jp_span *s, uintptr_t a)
 {
-	uint64_t off = a - s->start;
-
-	/* Lemire's test: off % bsize == 0 iff off * c < c, c = 2^64/bsize+1. */
-	return off < s->limit && off * s->divc < s->divc;
+	/*
+	 * One multiplication tests both "a multiple of bsize" and "below the
+	 * last block" (after Lemire, Kaser and Kurz, "Faster remainder by
+	 * direct computation").  With c = floor((2^64-1)/d) + 2 and
+	 * e = c*d - 2^64 (d <= e < 2d), the product m = off*c mod 2^64 is
+	 * k*e for off = k*d, and at least c (far above any k*e of a span)
+	 * for any other off < 2^32; so off is block k < nblocks exactly
+	 * when m < nblocks*e, stored as limit.  Spans are at most 1 MiB and
+	 * a >= start (the slice belongs to the span), so off < 2^32.  Free
+	 * slices point to a span with limit 0: nothing is a block there.
+	 */
+	return (a + s->nstart) * s->divc < s->limit;
 }
 
 #endif /* JP_ALLOC_INTERNAL_H */

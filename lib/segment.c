@@ -20,11 +20,11 @@
 #include <errno.h>
 #include <string.h>
 
-_Atomic uint8_t jp__registry[JP_REG_N];
+uint8_t jp__registry[JP_REG_N];
 struct jp__lock jp__seg_lock;
 
 /* Slices of free spans and the header point here: no offset is a block. */
-struct jp_span jp__no_span = { .start = 0, .limit = 0, .divc = 1 };
+struct jp_span jp__no_span = { .nstart = 0, .limit = 0, .divc = 1 };
 
 static struct jp_segment *segments;	/* every segment (segment lock) */
 static uint64_t dirty_bytes;		/* free but resident (segment lock) */
@@ -35,8 +35,10 @@ static uint64_t last_purge_ns;
 static void reg_set(uintptr_t a, uint8_t v)
 {
 	/* relaxed: see jp__reg_get. */
-	atomic_store_explicit(&jp__registry[a >> JP_SEG_SHIFT], v,
-			      memory_order_relaxed);
+	/* helgrind and drd do not see atomics; the byte is ordered by the
+	 * hand-off of the block it describes (see jp__reg_get). */
+	JP_BENIGN_RACE(&jp__registry[a >> JP_SEG_SHIFT], 1, "allocator registry");
+	__atomic_store_n(&jp__registry[a >> JP_SEG_SHIFT], v, __ATOMIC_RELAXED);
 }
 
 void jp__mapped_add(size_t n)
@@ -170,7 +172,7 @@ struct jp_span *jp__span_alloc(uint32_t nslices)
 	memset(s, 0, sizeof *s);
 	s->slice = (uint16_t)first;
 	s->nslices = (uint16_t)nslices;
-	s->start = (uintptr_t)seg + (size_t)first * JP_SLICE_SIZE;
+	s->nstart = -((uintptr_t)seg + (size_t)first * JP_SLICE_SIZE);
 	s->divc = 1;	/* no block until the class sets the span up */
 	for (unsigned i = 0; i < nslices; i++)
 		seg->slice_span[first + i] = s;
@@ -180,7 +182,8 @@ struct jp_span *jp__span_alloc(uint32_t nslices)
 
 void jp__span_release(struct jp_span *s)
 {
-	struct jp_segment *seg = (struct jp_segment *)(s->start & ~(uintptr_t)JP_SEG_MASK);
+	/* The span lives in its segment's header. */
+	struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
 	unsigned first = s->slice, n = s->nslices;
 	uint64_t mask = run_mask(first, n);
 	size_t bytes = (size_t)n * JP_SLICE_SIZE;
@@ -201,6 +204,10 @@ void jp__span_release(struct jp_span *s)
 				break;
 			}
 		if (spare) {
+			/* Its resident pages: this span's, and the dirty
+			 * ones (the others were purged and counted). */
+			trimmed_add(bytes + (size_t)__builtin_popcountll(seg->dirty_bits) *
+				    JP_SLICE_SIZE);
 			segment_free(seg);
 			jp__unlock(&jp__seg_lock);
 			return;
@@ -289,7 +296,7 @@ void *jp__huge_alloc(size_t size, size_t align)
 	h->magic = JP_HUGE_MAGIC;
 	h->base = base;
 	h->map_size = total;
-	h->user = user;
+	h->user_off = (size_t)(user - base);
 	h->usable = total - off;
 	jp__mapped_add(total);
 	huge_count(h, 1);
@@ -308,7 +315,7 @@ struct jp_huge *jp__huge_of(const void *p)
 		h = (struct jp_huge *)((a & ~(uintptr_t)JP_SEG_MASK) - JP_SEG_SIZE);
 	else
 		return NULL;
-	if (h->magic != JP_HUGE_MAGIC || h->user != p)
+	if (h->magic != JP_HUGE_MAGIC || jp__huge_user(h) != p)
 		return NULL;
 	return h;
 }
@@ -320,7 +327,7 @@ void jp__huge_free(struct jp_huge *h)
 
 	huge_count(h, -1);
 	h->magic = 0;
-	reg_set((uintptr_t)h->user, JP_REG_NONE);
+	reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
 	jp__os_unmap(base, total);
 	jp__mapped_sub(total);
 }
@@ -328,7 +335,7 @@ void jp__huge_free(struct jp_huge *h)
 void *jp__huge_realloc(struct jp_huge *h, size_t size)
 {
 	size_t page = jp__os_page_size();
-	size_t off = (size_t)((char *)h->user - (char *)h->base);
+	size_t off = h->user_off;
 	size_t total, old = h->map_size;
 	void *dest;
 
@@ -337,25 +344,23 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 		return NULL;
 	}
 	total = (off + size + page - 1) & ~(page - 1);
-	if (total == old) {
-		return h->user;
-	}
+	if (total == old)
+		return jp__huge_user(h);
 	if (off != JP_HUGE_HDR || jp__ag.vg)
 		return NULL;	/* the caller copies */
 	if (jp__os_resize(h->base, old, total) != 0) {
 		/* Move the pages (no copy) to a fresh 4 MiB-aligned place. */
 		if (jp__os_map_aligned(&dest, total, JP_SEG_SIZE) != 0)
 			return NULL;
-		reg_set((uintptr_t)h->user, JP_REG_NONE);
+		reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
 		if (jp__os_move(h->base, old, total, dest) != 0) {
-			reg_set((uintptr_t)h->user, JP_REG_HUGE);
+			reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
 			jp__os_unmap(dest, total);
 			return NULL;
 		}
 		h = dest;
 		h->base = dest;
-		h->user = (char *)dest + off;
-		reg_set((uintptr_t)h->user, JP_REG_HUGE);
+		reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
 	}
 	atomic_fetch_add_explicit(&jp__ag.huge_bytes, total - old, memory_order_relaxed);
 	if (total > old)
@@ -364,5 +369,5 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 		jp__mapped_sub(old - total);
 	h->map_size = total;
 	h->usable = total - off;
-	return h->user;
+	return jp__huge_user(h);
 }

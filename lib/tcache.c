@@ -29,7 +29,7 @@
 #include <string.h>
 
 struct jp_class jp__classes[JP_NCLASSES];
-uint8_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];
+uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];
 
 /* A thread with no heap yet points here: no block, no room, so both fast
  * paths fall through to the slow ones, which create the heap. */
@@ -83,8 +83,16 @@ void jp__tcache_init(void)
 		k->cache_limit = (uint32_t)lim;
 		(void)mag;
 	}
+	/* The lock words are atomics, which helgrind and drd do not see;
+	 * the locks' happens-before annotations order what they protect. */
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		JP_BENIGN_RACE(&jp__classes[c].lock, sizeof(struct jp__lock), "lock word");
+	}
+	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
+	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
 	for (size_t i = 0; i <= JP_LOOKUP_MAX / 16; i++)
-		jp__class_lookup[i] = (uint8_t)jp__size_class(i * 16);
+		jp__class_lookup[i] = (uint16_t)(jp__size_class(i * 16) *
+						 sizeof(struct jp_bin));
 }
 
 static uint32_t batch_of(const struct jp_class *k)
@@ -126,12 +134,13 @@ static struct jp_span *span_new(struct jp_class *k, uint32_t cls)
 	s->cls = cls;
 	s->bsize = k->bsize;
 	s->nblocks = k->nblocks;
-	s->bump = s->start;
-	s->bump_end = s->start + (uintptr_t)k->nblocks * k->bsize;
+	s->bump = jp__span_start(s);
+	s->bump_end = jp__span_start(s) + (uintptr_t)k->nblocks * k->bsize;
 	s->free = NULL;
 	s->used = 0;
-	s->divc = UINT64_MAX / k->bsize + 1;
-	s->limit = (uint64_t)k->nblocks * k->bsize;
+	s->binoff = cls * (uint32_t)sizeof(struct jp_bin);
+	s->divc = UINT64_MAX / k->bsize + 2;
+	s->limit = (uint64_t)k->nblocks * (s->divc * k->bsize);
 	k->nspans++;
 	k->empty_spans++;
 	span_link(k, s);
@@ -160,11 +169,14 @@ static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
 		while (got < want) {
 			if (s->free != NULL) {
 				b = s->free;
-				JP_VG_DEFINED(b, sizeof(void *));
+				/* memcheck: ours again (words 0 and 1) until
+				 * MALLOCLIKE hands it out. */
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
 				s->free = *(void **)b;
 			} else if (s->bump < s->bump_end) {
 				b = (void *)s->bump;
 				s->bump += s->bsize;
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
 				/* A carved block may hold a stale key or
 				 * pattern from an earlier life of the span. */
 				if (jp__ag.check)
@@ -285,8 +297,11 @@ struct jp_heap *jp__heap_get(void)
 		heap_chunk_left -= sz;
 	}
 	memset(h, 0, sizeof *h);
+	/* Only its thread touches a heap, except the statistics, which read
+	 * its counters racily on purpose (see JP_CNT_LOAD). */
+	JP_BENIGN_RACE(h, sizeof *h, "thread cache counters read by stats");
 	for (uint32_t c = 0; c < JP_NCLASSES; c++)
-		h->bins[c].credit = jp__classes[c].cache_limit;
+		h->bins[c].cn = jp__classes[c].cache_limit;
 	h->live = 1;
 	h->next = jp__heaps;
 	h->prev = NULL;
@@ -306,7 +321,7 @@ struct jp_heap *jp__heap_get(void)
 static void bin_flush(struct jp_heap *h, uint32_t cls, uint32_t keep)
 {
 	struct jp_bin *b = &h->bins[cls];
-	uint64_t count = jp__classes[cls].cache_limit - JP_CNT_LOAD(b->credit);
+	uint64_t count = jp__classes[cls].cache_limit - JP_CN_CREDIT(JP_CNT_LOAD(b->cn));
 	void *rest, **link = &b->head;
 
 	if (count <= keep)
@@ -316,7 +331,7 @@ static void bin_flush(struct jp_heap *h, uint32_t cls, uint32_t keep)
 	rest = *link;
 	*link = NULL;
 	class_put_chain(cls, rest, count - keep);
-	JP_CNT_ADD(b->credit, (int64_t)(count - keep));
+	JP_CNT_ADD(b->cn, count - keep);
 	JP_CNT_ADD(h->nflush[cls], count - keep);
 }
 
@@ -333,10 +348,11 @@ static void heap_fold(struct jp_heap *h)
 	/* Under the heap lock: keep the counts of a heap that goes away. */
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 		struct jp_bin *b = &h->bins[c];
-		uint64_t count = jp__classes[c].cache_limit - b->credit;
-		uint64_t frees = count - b->nrefill + b->nalloc + h->nflush[c];
+		uint64_t count = jp__classes[c].cache_limit - JP_CN_CREDIT(b->cn);
+		uint64_t nalloc = JP_CN_NALLOC(b->cn) + b->nalloc_hi;
+		uint64_t frees = count - b->nrefill + nalloc + h->nflush[c];
 
-		jp__dead_alloc[c] += b->nalloc;
+		jp__dead_alloc[c] += nalloc;
 		jp__dead_free[c] += frees;
 		jp__dead_miss[c] += h->nmiss[c];
 	}
@@ -373,8 +389,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 
 	if (blk != NULL) {
 		b->head = *(void **)blk;
-		JP_CNT_ADD(b->credit, 1);
-		JP_CNT_ADD(b->nalloc, 1);
+		JP_CNT_ADD(b->cn, JP_CN_ALLOC);
 		((void **)blk)[1] = NULL;
 		return blk;
 	}
@@ -391,12 +406,20 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		for (uint32_t i = 2; i < got; i++)
 			last = (void **)*last;
 		*last = NULL;
-		JP_CNT_ADD(b->credit, -(int64_t)(got - 1));
+		JP_CNT_ADD(b->cn, -(uint64_t)(got - 1));
 	}
 	JP_CNT_ADD(b->nrefill, got);
-	JP_CNT_ADD(b->nalloc, 1);
+	JP_CNT_ADD(b->cn, (uint64_t)1 << 16);
+	/* Fold the 48-bit count into a full one now and then. */
+	if (JP_CNT_LOAD(b->cn) >= ((uint64_t)1 << 62)) {
+		JP_CNT_ADD(b->nalloc_hi, JP_CN_NALLOC(JP_CNT_LOAD(b->cn)));
+		JP_CNT_SET(b->cn, JP_CN_CREDIT(JP_CNT_LOAD(b->cn)));
+	}
 	JP_CNT_ADD(h->nmiss[cls], 1);
-	((void **)blk)[1] = NULL;
+	/* Not the double-free key any more (JPSYNC_CHECK looks at it first:
+	 * check_alloc overwrites it). */
+	if (!jp__ag.check)
+		((void **)blk)[1] = NULL;
 	return blk;
 }
 
@@ -414,11 +437,11 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 		class_put_chain(cls, p, 1);
 		return;
 	}
-	if (JP_CNT_LOAD(b->credit) <= 0)
+	if (JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) == 0)
 		bin_flush(h, cls, k->cache_limit - batch_of(k));
 	*(void **)p = b->head;
 	b->head = p;
-	JP_CNT_ADD(b->credit, -1);
+	JP_CNT_ADD(b->cn, -(uint64_t)1);
 }
 
 /* Is p on the free list of bin, or of its span?  (double-free check) */
@@ -430,7 +453,7 @@ bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s)
 
 	if (!h->is_empty) {
 		struct jp_bin *b = &h->bins[s->cls];
-		uint64_t count = k->cache_limit - b->credit;
+		uint64_t count = k->cache_limit - JP_CN_CREDIT(b->cn);
 
 		for (void *q = b->head; q != NULL && n < count; q = *(void **)q, n++)
 			if (q == p)
