@@ -192,6 +192,22 @@ static void set_size_option(enum var v, const char *opt, const char *arg,
 	var_value[v] = xstrdup(arg);
 }
 
+static void set_flag(enum var v)
+{
+	free(var_value[v]);
+	var_value[v] = xstrdup("1");
+}
+
+/* Everything main allocated (so that a leak checker sees no leak when
+ * jpsync-run returns instead of executing the program). */
+static void release(char *module, char *preload)
+{
+	for (int v = 0; v < V_COUNT; v++)
+		free(var_value[v]);
+	free(module);
+	free(preload);
+}
+
 static void set_stats(const char *arg)
 {
 	char *value;
@@ -332,16 +348,16 @@ int main(int argc, char **argv)
 					"or off is expected");
 			break;
 		case OPT_CHECK:
-			var_value[V_CHECK] = "1";
+			set_flag(V_CHECK);
 			break;
 		case OPT_STATS:
 			set_stats(optarg);
 			break;
 		case OPT_VERBOSE:
-			var_value[V_VERBOSE] = "1";
+			set_flag(V_VERBOSE);
 			break;
 		case OPT_LOCKDEP:
-			var_value[V_LOCKDEP] = "1";
+			set_flag(V_LOCKDEP);
 			break;
 		case OPT_PRINT_ENV:
 			print_only = true;
@@ -385,6 +401,7 @@ int main(int argc, char **argv)
 
 	if (print_only) {
 		print_env(preload);
+		release(module, preload);
 		return 0;
 	}
 
@@ -397,5 +414,6 @@ int main(int argc, char **argv)
 	execvp(argv[optind], &argv[optind]);
 	int err = errno;
 	fprintf(stderr, "%s: '%s': %s\n", me, argv[optind], strerror(err));
+	release(module, preload);
 	return err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
 }

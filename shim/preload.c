@@ -40,6 +40,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -270,20 +271,38 @@ void *__libc_pvalloc(size_t size) SHIM_ALIAS(pvalloc);
 extern void _IO_list_lock(void) __attribute__((weak));
 extern void _IO_list_unlock(void) __attribute__((weak));
 extern void _IO_list_resetlock(void) __attribute__((weak));
+extern char __libc_single_threaded __attribute__((weak));
+
+/*
+ * Whether the prepare handler took the lock.  Like glibc's fork, it does not
+ * in a process that has only ever had one thread: nobody can race it there,
+ * and a fork from a signal handler that interrupted the lock's own
+ * acquisition must not wait for itself.  Once set it stays set (a process
+ * does not become single-threaded again), and concurrent forks of a threaded
+ * process are serialised by the lock itself; atomic only so that two
+ * preparing threads may both write 1.
+ */
+static _Atomic int stdio_locked;
 
 static void stdio_prepare(void)
 {
-	_IO_list_lock();
+	int threaded = &__libc_single_threaded == NULL || !__libc_single_threaded;
+
+	atomic_store_explicit(&stdio_locked, threaded, memory_order_relaxed);
+	if (threaded)
+		_IO_list_lock();
 }
 
 static void stdio_parent(void)
 {
-	_IO_list_unlock();
+	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
+		_IO_list_unlock();
 }
 
 static void stdio_child(void)
 {
-	_IO_list_resetlock();
+	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
+		_IO_list_resetlock();
 }
 
 __attribute__((constructor)) static void shim_init(void)

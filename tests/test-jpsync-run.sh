@@ -85,8 +85,11 @@ got=$(LD_PRELOAD=/opt/x/libfirst.so "$run" --print-env 2>/dev/null | sed -n 's/^
 [ "$got" = "$abs_module:/opt/x/libfirst.so" ] || bad "prepend: LD_PRELOAD=$got"
 got=$(LD_PRELOAD="/a/one.so /b/two.so" "$run" --print-env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
 [ "$got" = "$abs_module:/a/one.so /b/two.so" ] || bad "prepend to a list: LD_PRELOAD=$got"
-got=$(LD_PRELOAD="$abs_module:/a/one.so" "$run" --print-env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
-[ "$got" = "$abs_module:/a/one.so" ] || bad "module already first: LD_PRELOAD=$got"
+# (This one loads the module into jpsync-run: not with a sanitizer runtime.)
+if ! sanitized; then
+  got=$(LD_PRELOAD="$abs_module:/a/one.so" "$run" --print-env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
+  [ "$got" = "$abs_module:/a/one.so" ] || bad "module already first: LD_PRELOAD=$got"
+fi
 echo "ok: LD_PRELOAD is prepended to"
 
 # Usage errors: exit 2, nothing on stdout, exactly two lines on stderr.
