@@ -255,26 +255,25 @@ static void strip_last(char *dir)
 }
 
 /*
- * Where the module is; *build_tree says whether it is the uninstalled one.
- * Returns a malloc'ed path, or NULL with the places tried in tried[].
+ * Where the module is: a malloc'ed path, or NULL with the places tried in
+ * tried[].  The uninstalled module needs nothing more: libtool links it with
+ * a run path to the uninstalled libjpsync.so.1 (lib/.libs), and relinks it
+ * without one when it is installed.
  */
-static char *find_module(bool *build_tree, char *tried, size_t tried_cap)
+static char *find_module(char *tried, size_t tried_cap)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	char *path;
 
 	tried[0] = '\0';
-	*build_tree = false;
 	if (n > 0) {
 		exe[n] = '\0';
 		strip_last(exe);	/* the directory jpsync-run runs from */
 
 		path = xconcat(exe, "/.libs/", MODULE_NAME);
-		if (is_file(path)) {
-			*build_tree = true;
+		if (is_file(path))
 			return path;
-		}
 		snprintf(tried + strlen(tried), tried_cap - strlen(tried), "%s", path);
 		free(path);
 
@@ -325,7 +324,7 @@ static void print_env(const char *preload)
 
 int main(int argc, char **argv)
 {
-	bool print_only = false, build_tree;
+	bool print_only = false;
 	char tried[3 * PATH_MAX + 16];
 	int c;
 
@@ -388,7 +387,10 @@ int main(int argc, char **argv)
 	if (!print_only && optind >= argc)
 		usage_error("missing PROGRAM to run");
 
-	char *module = find_module(&build_tree, tried, sizeof tried);
+	/* static: still reachable for a leak checker when die() exits */
+	static char *module, *preload;
+
+	module = find_module(tried, sizeof tried);
 	if (module == NULL)
 		die(EXIT_INTERNAL, "cannot find the preload module %s (looked for %s)",
 		    MODULE_NAME, tried);
@@ -396,8 +398,7 @@ int main(int argc, char **argv)
 	if (strpbrk(module, ": \t") != NULL)
 		die(EXIT_INTERNAL, "the module's path '%s' contains a space or a colon, "
 		    "which LD_PRELOAD cannot carry", module);
-	(void)build_tree;
-	char *preload = preload_value(module);
+	preload = preload_value(module);
 
 	if (print_only) {
 		print_env(preload);

@@ -139,6 +139,20 @@ printf 'echo hi\n' > "$tmp/noexec"; chmod 644 "$tmp/noexec"
 [ $rc -eq 126 ] || bad "not executable: exit $rc"
 echo "ok: not found 127, not executable 126"
 
+# Away from the build tree and from an installed tree, the module is looked
+# for in the configured pkglibdir only; missing there, exit 125 naming it.
+mkdir -p "$tmp/elsewhere"; cp "$run" "$tmp/elsewhere/jpsync-run"
+"$tmp/elsewhere/jpsync-run" --print-env > "$tmp/out" 2> "$tmp/err"; rc=$?
+if [ $rc -eq 125 ]; then
+  grep -q "^jpsync-run: cannot find the preload module libjpsync-preload.so (looked for $tmp/elsewhere/.libs/libjpsync-preload.so, " "$tmp/err" ||
+    { bad "module not found: message"; cat "$tmp/err"; }
+  echo "ok: a missing module is exit status 125"
+elif [ $rc -eq 0 ] && ! grep -q "$abs_builddir" "$tmp/out"; then
+  echo "note: a module is installed in the configured pkglibdir: $(cat "$tmp/out")"
+else
+  bad "a copy of jpsync-run outside the build tree: exit $rc"; cat "$tmp/out" "$tmp/err"
+fi
+
 if sanitized; then
   echo "SKIP (rest): sanitizer build, programs cannot run under the module"
   exit $status
