@@ -19,7 +19,9 @@
  * threads     one short-lived thread per "request", thousands: RSS flat
  * hook        run with a malloc-wrapping library preloaded first (see
  *             preload-hook.c): no deadlock, no recursion
- * hook-after  the same library preloaded after the module
+ * hook-after  the same library preloaded after the module: its constructor
+ *             (a failing dlsym and dlerror, which malloc and calloc) then
+ *             runs before the module's, while the allocator starts up
  * dlopen PATH (run WITHOUT the module) dlopen a library linked against
  *             libjpsync: no "cannot allocate memory in static TLS block"
  *
