@@ -67,6 +67,7 @@ void jp__alloc_init_slow(void)
 		/* Odd: never a block pointer, so a free list link is never
 		 * taken for the key. */
 		jp__ag.key = key | 1;
+		jp__ag.anyvg = JP_ON_VALGRIND();
 		jp__ag.vg = on_memcheck();
 		jp__ag.check = o->check && !jp__ag.vg;
 		jp__ag.nocache = jp__ag.vg || jp__ag.check;

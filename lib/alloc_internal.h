@@ -40,11 +40,15 @@
 	!defined(JP_NO_VALGRIND)
 # define JP_HAVE_MEMCHECK 1
 # include <valgrind/memcheck.h>
-# define JP_VG_MALLOCLIKE(p, n, zeroed) VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed)
-# define JP_VG_FREELIKE(p)	VALGRIND_FREELIKE_BLOCK(p, 0)
-# define JP_VG_RESIZE(p, o, n)	VALGRIND_RESIZEINPLACE_BLOCK(p, o, n, 0)
-# define JP_VG_DEFINED(p, n)	VALGRIND_MAKE_MEM_DEFINED(p, n)
-# define JP_VG_NOACCESS(p, n)	VALGRIND_MAKE_MEM_NOACCESS(p, n)
+/* Each request is a dozen instructions even outside valgrind: only when
+ * memcheck runs (jp__ag.vg, tested once at start). */
+# define JP_VG_ONLY(req)	do { if (jp_unlikely(jp__ag.vg)) { req; } } while (0)
+# define JP_VG_MALLOCLIKE(p, n, zeroed) \
+	JP_VG_ONLY(VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed))
+# define JP_VG_FREELIKE(p)	JP_VG_ONLY(VALGRIND_FREELIKE_BLOCK(p, 0))
+# define JP_VG_RESIZE(p, o, n)	JP_VG_ONLY(VALGRIND_RESIZEINPLACE_BLOCK(p, o, n, 0))
+# define JP_VG_DEFINED(p, n)	JP_VG_ONLY(VALGRIND_MAKE_MEM_DEFINED(p, n))
+# define JP_VG_NOACCESS(p, n)	JP_VG_ONLY(VALGRIND_MAKE_MEM_NOACCESS(p, n))
 #else
 # define JP_VG_MALLOCLIKE(p, n, zeroed) ((void)(p))
 # define JP_VG_FREELIKE(p)	((void)(p))
@@ -78,6 +82,24 @@ enum {
 #define JP_MAX_SMALL	((size_t)256 << 10)	/* the largest class */
 #define JP_LOOKUP_MAX	1024	/* classes of sizes up to this by table */
 
+/* ---- globals, set once at start ---------------------------------- */
+
+struct jp_alloc_globals {
+	uintptr_t key;			/* double-free key */
+	uint8_t nocache;		/* valgrind or check: caches of 0 */
+	uint8_t check;			/* JPSYNC_CHECK */
+	uint8_t vg;			/* running on memcheck */
+	uint8_t anyvg;			/* running on any valgrind tool */
+	uint64_t mag_size;
+	uint64_t cache_n;
+	uint64_t madvise_min;
+	_Atomic uint64_t mapped, peak_mapped, trimmed;
+	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
+	_Atomic uint64_t huge_peak;
+};
+
+extern struct jp_alloc_globals jp__ag;
+
 /* ---- locks: a futex word, 0 free, 1 held, 2 held with sleepers ------ */
 
 struct jp__lock {
@@ -95,7 +117,8 @@ static inline void jp__lock(struct jp__lock *l)
 	if (!atomic_compare_exchange_strong_explicit(&l->word, &z, 1,
 			memory_order_acquire, memory_order_relaxed))
 		jp__lock_slow(l);
-	JP_HB_AFTER(l);
+	if (jp_unlikely(jp__ag.anyvg))
+		JP_HB_AFTER(l);
 	/* relaxed: only read by the holder's own fork handler. */
 	atomic_store_explicit(&l->owner, (uintptr_t)pthread_self(),
 			      memory_order_relaxed);
@@ -104,7 +127,8 @@ static inline void jp__lock(struct jp__lock *l)
 static inline void jp__unlock(struct jp__lock *l)
 {
 	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
-	JP_HB_BEFORE(l);
+	if (jp_unlikely(jp__ag.anyvg))
+		JP_HB_BEFORE(l);
 	/* release: publish what we wrote under the lock. */
 	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)
 		jp__futex_wake(&l->word, 1);
@@ -214,20 +238,7 @@ struct jp_heap {
 
 /* ---- globals ------------------------------------------------------ */
 
-struct jp_alloc_globals {
-	uintptr_t key;			/* double-free key */
-	uint8_t nocache;		/* valgrind or check: caches of 0 */
-	uint8_t check;			/* JPSYNC_CHECK */
-	uint8_t vg;			/* running on valgrind */
-	uint64_t mag_size;
-	uint64_t cache_n;
-	uint64_t madvise_min;
-	_Atomic uint64_t mapped, peak_mapped, trimmed;
-	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
-	_Atomic uint64_t huge_peak;
-};
 
-extern struct jp_alloc_globals jp__ag;
 extern struct jp_class jp__classes[JP_NCLASSES];
 extern uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
 extern uint8_t jp__registry[JP_REG_N];

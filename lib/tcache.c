@@ -149,9 +149,10 @@ static struct jp_span *span_new(struct jp_class *k, uint32_t cls)
 
 /*
  * Take up to want blocks of class cls from its spans, linked through word 0
- * (the last one's link is garbage); returns the count, 0 when out of memory.
+ * (the last one, *last, has a garbage link); returns the count, 0 when
+ * out of memory.
  */
-static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
+static uint32_t class_take(uint32_t cls, uint32_t want, void **out, void **last)
 {
 	struct jp_class *k = &jp__classes[cls];
 	void *head = NULL, **tail = &head;
@@ -196,6 +197,7 @@ static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
 		k->peak_used_blocks = k->used_blocks;
 	jp__unlock(&k->lock);
 	*out = head;
+	*last = (void *)tail;
 	return got;
 }
 
@@ -384,7 +386,7 @@ static void heap_destroy(void *arg)
 void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 {
 	struct jp_bin *b = &h->bins[cls];
-	void *blk = b->head, *chain;
+	void *blk = b->head, *chain, *tail;
 	uint32_t got;
 
 	if (blk != NULL) {
@@ -393,19 +395,15 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		((void **)blk)[1] = NULL;
 		return blk;
 	}
-	got = class_take(cls, batch_of(&jp__classes[cls]), &chain);
+	got = class_take(cls, batch_of(&jp__classes[cls]), &chain, &tail);
 	if (got == 0) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	blk = chain;
 	if (got > 1) {
-		void **last = (void **)*(void **)blk;
-
-		b->head = last;
-		for (uint32_t i = 2; i < got; i++)
-			last = (void **)*last;
-		*last = NULL;
+		b->head = *(void **)blk;
+		*(void **)tail = NULL;
 		JP_CNT_ADD(b->cn, -(uint64_t)(got - 1));
 	}
 	JP_CNT_ADD(b->nrefill, got);
@@ -437,8 +435,10 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 		class_put_chain(cls, p, 1);
 		return;
 	}
+	/* Full: all of it goes back (its length is known, so no walk to a
+	 * cut); the next JPSYNC_MAG_SIZE allocations refill it first. */
 	if (JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) == 0)
-		bin_flush(h, cls, k->cache_limit - batch_of(k));
+		bin_flush(h, cls, 0);
 	*(void **)p = b->head;
 	b->head = p;
 	JP_CNT_ADD(b->cn, -(uint64_t)1);
