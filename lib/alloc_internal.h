@@ -22,7 +22,8 @@
  *            what starts there; it lets free() reject a pointer that is not
  *            ours before dereferencing anything.
  *
- * Lock order: class lock, then segment lock (jp__seg_lock), then heap lock.
+ * Lock order: a class lock (of one arena at a time), then the segment lock
+ * (jp__seg_lock), then the heap lock.
  */
 #ifndef JP_ALLOC_INTERNAL_H
 #define JP_ALLOC_INTERNAL_H
@@ -157,6 +158,7 @@ struct jp_span {
 	uint16_t slice;		/* first slice index */
 	uint16_t nslices;
 	uint8_t in_list;	/* linked in the class's list */
+	uint8_t arena;		/* whose lists it is on */
 };
 
 struct jp_segment {
@@ -183,12 +185,23 @@ struct jp_huge {
 
 /* ---- size classes -------------------------------------------------- */
 
-struct jp_class {
-	struct jp__lock lock;
+struct jp_class {		/* what a class is (set at start) */
 	uint32_t bsize;
 	uint32_t nslices;	/* per span */
 	uint32_t nblocks;	/* per span */
 	uint32_t cache_limit;	/* blocks a thread's bin may hold */
+};
+
+/*
+ * The shared lists of a class, one set per arena.  Threads are spread over
+ * JP_NARENAS arenas when their cache is made, so that threads refilling
+ * and flushing the same class do not all queue on one lock.  A span
+ * belongs to one arena; a block goes back to its span's arena, whichever
+ * thread frees it.
+ */
+#define JP_NARENAS	8
+struct jp_central {
+	struct jp__lock lock;
 	struct jp_span *spans;	/* spans with free blocks (or empty) */
 	uint32_t empty_spans;	/* of them, entirely free */
 	uint64_t used_blocks;	/* blocks out of spans */
@@ -215,6 +228,7 @@ struct jp_heap {
 	struct jp_heap *next, *prev;	/* all heaps (heap lock) */
 	uint8_t live;
 	uint8_t is_empty;		/* the static empty heap */
+	uint8_t arena;			/* where its bins refill and flush */
 };
 
 /*
@@ -240,6 +254,7 @@ struct jp_heap {
 
 
 extern struct jp_class jp__classes[JP_NCLASSES];
+extern struct jp_central jp__central[JP_NARENAS][JP_NCLASSES];
 extern uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
 extern uint8_t jp__registry[JP_REG_N];
 extern struct jp_span jp__no_span;
