@@ -451,14 +451,21 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	return blk;
 }
 
-/* Free a valid small block p of span s into heap h (the key is checked). */
+/* Free a valid small block p of span s into heap h (the key is checked;
+ * h may be NULL when no heap could be made). */
 void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 {
 	uint32_t cls = s->cls;
-	struct jp_bin *b = &h->bins[cls];
+	struct jp_bin *b;
 	const struct jp_class *k = &jp__classes[cls];
 
 	((uintptr_t *)p)[1] = jp__ag.key;
+	if (h == NULL) {
+		/* No heap for this thread (out of memory): straight back. */
+		class_put_chain(cls, p, 1);
+		return;
+	}
+	b = &h->bins[cls];
 	if (k->cache_limit == 0) {
 		/* No cache (valgrind, JPSYNC_CHECK): straight back. */
 		JP_CNT_ADD(h->nflush[cls], 1);
