@@ -1,0 +1,317 @@
+/*
+ * preload.c - the LD_PRELOAD module: every malloc-family name of the C
+ * library, forwarded to jp_alloc.
+ *
+ * Installed as $(pkglibdir)/libjpsync-preload.so and put in front of the C
+ * library by jpsync-run(1).  The dynamic loader binds every reference to
+ * malloc, free, ... in the program and in its libraries (the C library's own
+ * internal calls included: since glibc 2.26 they go through the interposable
+ * names) to the definitions here, and ld.so itself switches to them once
+ * libc is relocated.
+ *
+ * The names exported are exactly those of shim/preload.sym; everything else
+ * is hidden.  The bodies are deliberately thin: the allocator already
+ * survives re-entry during its own initialisation (dlsym, the loader and
+ * pthread_key_create may call calloc before it is ready), so the module keeps
+ * no state of its own.
+ *
+ * One more thing runs at start-up, for fork(): see "fork and stdio" below.
+ *
+ * Where glibc and the C standard differ from the jp_* contract the module
+ * follows glibc, since the promise is that a program behaves exactly as it
+ * did before:
+ *   - realloc(p, 0) with p != NULL frees p and returns NULL;
+ *   - memalign() and valloc() round a non-power-of-two alignment up, as
+ *     glibc's memalign does, while aligned_alloc() refuses it (EINVAL), as
+ *     C17 and glibc 2.38 do;
+ *   - every page-rounding path (valloc, pvalloc) and every size + alignment
+ *     sum is checked for overflow first and fails with ENOMEM.
+ *
+ * glibc 2.36 exports __libc_malloc, __libc_calloc, __libc_realloc,
+ * __libc_free, __libc_memalign, __libc_valloc, __libc_pvalloc and the compat
+ * symbol cfree@GLIBC_2.2.5 (no default version: only old binaries bind it).
+ * __posix_memalign is exported by no current glibc, but programs written for
+ * old ones (and jemalloc's override list) still name it; defining it costs
+ * nothing.  free_sized and free_aligned_sized (C23) arrive in glibc 2.39.
+ */
+#include "config.h"
+
+#include <jpsync/alloc.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+/* The same body under a second name (cfree, __libc_*). */
+#define SHIM_ALIAS(target) \
+	__attribute__((alias(#target), visibility("default")))
+
+/* Prototypes: the module is compiled with -Wmissing-prototypes, and the C
+ * library's headers do not declare the old and internal names. */
+SHIM_EXPORT void *malloc(size_t size);
+SHIM_EXPORT void free(void *ptr);
+SHIM_EXPORT void *calloc(size_t nmemb, size_t size);
+SHIM_EXPORT void *realloc(void *ptr, size_t size);
+SHIM_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size);
+SHIM_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size);
+SHIM_EXPORT void *aligned_alloc(size_t alignment, size_t size);
+SHIM_EXPORT void *memalign(size_t alignment, size_t size);
+SHIM_EXPORT void *valloc(size_t size);
+SHIM_EXPORT void *pvalloc(size_t size);
+SHIM_EXPORT size_t malloc_usable_size(void *ptr);
+SHIM_EXPORT int malloc_trim(size_t pad);
+SHIM_EXPORT void free_sized(void *ptr, size_t size);
+SHIM_EXPORT void free_aligned_sized(void *ptr, size_t alignment, size_t size);
+SHIM_EXPORT void cfree(void *ptr);
+SHIM_EXPORT void *__libc_malloc(size_t size);
+SHIM_EXPORT void __libc_free(void *ptr);
+SHIM_EXPORT void *__libc_calloc(size_t nmemb, size_t size);
+SHIM_EXPORT void *__libc_realloc(void *ptr, size_t size);
+SHIM_EXPORT void *__libc_memalign(size_t alignment, size_t size);
+SHIM_EXPORT void *__libc_valloc(size_t size);
+SHIM_EXPORT void *__libc_pvalloc(size_t size);
+SHIM_EXPORT int __posix_memalign(void **memptr, size_t alignment, size_t size);
+
+/* The allocator's own alignment: smaller requests need nothing special. */
+#define SHIM_MIN_ALIGN 16
+
+static inline int is_pow2(size_t x)
+{
+	return x != 0 && (x & (x - 1)) == 0;
+}
+
+/* getpagesize() reads the value the loader got from the kernel's auxiliary
+ * vector: no system call and no allocation, safe at any point. */
+static inline size_t page_size(void)
+{
+	return (size_t)getpagesize();
+}
+
+static void *nomem(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+void *malloc(size_t size)
+{
+	return jp_alloc(size);
+}
+
+void free(void *ptr)
+{
+	jp_free(ptr);
+}
+
+void *calloc(size_t nmemb, size_t size)
+{
+	return jp_calloc(nmemb, size);
+}
+
+void *realloc(void *ptr, size_t size)
+{
+	/* glibc frees and returns NULL here (REALLOC_ZERO_BYTES_FREES). */
+	if (size == 0 && ptr != NULL) {
+		jp_free(ptr);
+		return NULL;
+	}
+	return jp_realloc(ptr, size);
+}
+
+void *reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(nmemb, size, &bytes))
+		return nomem();
+	return realloc(ptr, bytes);
+}
+
+/* The one path every over-aligned request takes: alignment is a power of
+ * two; the sum that an aligned allocator may reserve is checked here so that
+ * a size near SIZE_MAX fails with ENOMEM whatever the allocator does. */
+static void *aligned(size_t alignment, size_t size)
+{
+	if (alignment <= SHIM_MIN_ALIGN)
+		return jp_alloc(size);
+	if (size > SIZE_MAX - alignment)
+		return nomem();
+	return jp_alloc_aligned(alignment, size);
+}
+
+int posix_memalign(void **memptr, size_t alignment, size_t size)
+{
+	void *p;
+
+	/* POSIX: a power of two multiple of sizeof(void *), else EINVAL;
+	 * *memptr is left alone on failure, as in glibc. */
+	if (!is_pow2(alignment) || alignment % sizeof(void *) != 0)
+		return EINVAL;
+	int saved = errno;	/* posix_memalign reports, it does not set errno */
+	p = aligned(alignment, size);
+	if (p == NULL) {
+		errno = saved;
+		return ENOMEM;
+	}
+	*memptr = p;
+	return 0;
+}
+
+int __posix_memalign(void **memptr, size_t alignment, size_t size)
+	SHIM_ALIAS(posix_memalign);
+
+void *aligned_alloc(size_t alignment, size_t size)
+{
+	if (!is_pow2(alignment)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(alignment, size);
+}
+
+void *memalign(size_t alignment, size_t size)
+{
+	/* glibc's memalign: an alignment above half the address space is
+	 * EINVAL, any other non-power of two is rounded up. */
+	if (alignment > SIZE_MAX / 2 + 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!is_pow2(alignment) && alignment > SHIM_MIN_ALIGN)
+		alignment = (size_t)1 << (sizeof(size_t) * 8 -
+					  (size_t)__builtin_clzl(alignment));
+	return aligned(alignment, size);
+}
+
+void *valloc(size_t size)
+{
+	return aligned(page_size(), size);
+}
+
+void *pvalloc(size_t size)
+{
+	size_t page = page_size();
+
+	/* Round size up to a whole page; the sum must not wrap (tcmalloc 2.10
+	 * returned a pointer for pvalloc(SIZE_MAX)). */
+	if (size > SIZE_MAX - (page - 1))
+		return nomem();
+	size = (size + page - 1) & ~(page - 1);
+	if (size == 0)
+		size = page;	/* glibc hands out one page for pvalloc(0) */
+	return aligned(page, size);
+}
+
+size_t malloc_usable_size(void *ptr)
+{
+	return ptr == NULL ? 0 : jp_usable_size(ptr);
+}
+
+int malloc_trim(size_t pad)
+{
+	struct jp_alloc_stats before, after;
+	int have;
+
+	/* glibc keeps pad bytes at the top of the heap; the allocator has no
+	 * single top, and what it keeps cached is its own policy. */
+	(void)pad;
+	/* 1 if memory went back to the system.  jp_alloc_trim's count covers
+	 * the pages it purges; the statistics also show the segments that
+	 * emptied and were unmapped on the way (mapped went down), so ask
+	 * both rather than answer "nothing trimmed" after giving memory back
+	 * (mimalloc's malloc_trim did exactly that). */
+	have = jp_alloc_stats(&before, sizeof before) == 0;
+	if (jp_alloc_trim() > 0)
+		return 1;
+	return have && jp_alloc_stats(&after, sizeof after) == 0 &&
+	       (after.mapped < before.mapped || after.trimmed > before.trimmed);
+}
+
+void free_sized(void *ptr, size_t size)
+{
+	jp_free_sized(ptr, size);
+}
+
+void free_aligned_sized(void *ptr, size_t alignment, size_t size)
+{
+	/* An over-aligned block may sit in a larger class than size alone
+	 * names, so the size is no hint here: plain free. */
+	(void)alignment;
+	(void)size;
+	jp_free(ptr);
+}
+
+void cfree(void *ptr) SHIM_ALIAS(free);
+void *__libc_malloc(size_t size) SHIM_ALIAS(malloc);
+void __libc_free(void *ptr) SHIM_ALIAS(free);
+void *__libc_calloc(size_t nmemb, size_t size) SHIM_ALIAS(calloc);
+void *__libc_realloc(void *ptr, size_t size) SHIM_ALIAS(realloc);
+void *__libc_memalign(size_t alignment, size_t size) SHIM_ALIAS(memalign);
+void *__libc_valloc(size_t size) SHIM_ALIAS(valloc);
+void *__libc_pvalloc(size_t size) SHIM_ALIAS(pvalloc);
+
+/*
+ * fork and stdio.  The allocator takes its locks in a pthread_atfork prepare
+ * handler, and glibc's fork runs those handlers before it takes the stdio
+ * list lock.  So: thread A forks and holds the allocator's locks; thread B,
+ * inside fflush(NULL), holds the stdio list lock and waits for the lock of
+ * a FILE that thread C holds in getline; C's getline calls realloc and waits
+ * for A's allocator lock; A waits for the list lock.  jemalloc 5.3 and
+ * tcmalloc 2.10 hang there.  glibc's own malloc takes its locks after the
+ * list lock, which is the order we restore: our prepare handler takes the
+ * list lock (glibc exports _IO_list_lock, a recursive lock, for this) and is
+ * registered right after the allocator's, so it runs right before it (prepare
+ * handlers run in reverse order of registration); the parent handler drops
+ * it and the child handler resets it, as glibc's fork does for its own.
+ */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
+extern char __libc_single_threaded __attribute__((weak));
+
+/*
+ * Whether the prepare handler took the lock.  Like glibc's fork, it does not
+ * in a process that has only ever had one thread: nobody can race it there,
+ * and a fork from a signal handler that interrupted the lock's own
+ * acquisition must not wait for itself.  Once set it stays set (a process
+ * does not become single-threaded again), and concurrent forks of a threaded
+ * process are serialised by the lock itself; atomic only so that two
+ * preparing threads may both write 1.
+ */
+static _Atomic int stdio_locked;
+
+static void stdio_prepare(void)
+{
+	int threaded = &__libc_single_threaded == NULL || !__libc_single_threaded;
+
+	atomic_store_explicit(&stdio_locked, threaded, memory_order_relaxed);
+	if (threaded)
+		_IO_list_lock();
+}
+
+static void stdio_parent(void)
+{
+	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
+		_IO_list_unlock();
+}
+
+static void stdio_child(void)
+{
+	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
+		_IO_list_resetlock();
+}
+
+__attribute__((constructor)) static void shim_init(void)
+{
+	if (&_IO_list_lock == NULL || &_IO_list_unlock == NULL ||
+	    &_IO_list_resetlock == NULL)
+		return;		/* not glibc: nothing to order against */
+	/* The allocator registers its fork handlers when it first serves
+	 * this thread; make sure that has happened, so ours come after. */
+	jp_free(jp_alloc(1));
+	pthread_atfork(stdio_prepare, stdio_parent, stdio_child);
+}
