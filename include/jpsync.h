@@ -11,6 +11,7 @@
 #include <jpsync/hammer.h>
 
 /* allocator */
+#include <jpsync/alloc.h>
 
 /* synchronisation */
 

@@ -325,3 +325,31 @@ void jp__die_ptr(const char *what, const void *ptr)
 	jp__os_write(2, line, n + h + 13);
 	abort();
 }
+
+/* ---- alloc: in-place and fixed-destination mremap ----------------------
+ * For huge blocks, which must stay 4 MiB-aligned (the allocator finds their
+ * header by masking the pointer).  Declared in alloc_internal.h. */
+
+int jp__os_resize(void *addr, size_t old_size, size_t new_size);
+int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
+
+/* Grow or shrink a mapping where it is; ENOMEM when it cannot grow there. */
+int jp__os_resize(void *addr, size_t old_size, size_t new_size)
+{
+	void *p = mremap(addr, old_size, new_size, 0);
+
+	if (p == MAP_FAILED)
+		return errno == EAGAIN ? ENOMEM : errno;
+	return 0;
+}
+
+/* Move a mapping's pages to dest (replacing what is mapped there). */
+int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest)
+{
+	void *p = mremap(old_addr, old_size, new_size,
+			 MREMAP_MAYMOVE | MREMAP_FIXED, dest);
+
+	if (p == MAP_FAILED)
+		return errno == EAGAIN ? ENOMEM : errno;
+	return 0;
+}

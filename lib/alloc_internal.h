@@ -1,0 +1,345 @@
+/*
+ * alloc_internal.h - the allocator's types and the functions its files
+ * share (alloc.c, segment.c, tcache.c, alloc_stats.c).
+ *
+ * Vocabulary:
+ *   segment  4 MiB of address space aligned to 4 MiB.  Its first 64 KiB
+ *            slice holds the segment header; the other 63 slices are
+ *            handed out as spans.  A pointer finds its segment with a mask.
+ *   slice    64 KiB, the unit in which a segment is divided.
+ *   span     1 to 16 consecutive slices of one segment that hold blocks of
+ *            one size class.  Its metadata lives in the segment header, so
+ *            blocks carry no header: ptr -> segment -> slice -> span -> class.
+ *   class    one of JP_NCLASSES block sizes, four per power of two, 16 bytes
+ *            apart at least, all multiples of 16 (16 ... 256 KiB).
+ *   huge     a block above the largest class: its own mapping, with a header
+ *            page at the start of the 4 MiB chunk it begins in.
+ *   heap     a thread's cache: per class, a LIFO list ("bin") of free blocks
+ *            touched by that thread only, bounded in length.  Bins exchange
+ *            blocks with the shared per-class span lists in batches, under
+ *            the class lock.
+ *   registry one byte per 4 MiB chunk of the 47-bit address space saying
+ *            what starts there; it lets free() reject a pointer that is not
+ *            ours before dereferencing anything.
+ *
+ * Lock order: class lock, then segment lock (jp__seg_lock), then heap lock.
+ */
+#ifndef JP_ALLOC_INTERNAL_H
+#define JP_ALLOC_INTERNAL_H
+
+#include "jp_internal.h"
+#include "os.h"
+
+#include <jpsync/alloc.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#if defined(HAVE_VALGRIND_HELGRIND_H) && !defined(JP_NO_VALGRIND)
+# include <valgrind/memcheck.h>
+# define JP_VG_MALLOCLIKE(p, n, zeroed) VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed)
+# define JP_VG_FREELIKE(p)	VALGRIND_FREELIKE_BLOCK(p, 0)
+# define JP_VG_RESIZE(p, o, n)	VALGRIND_RESIZEINPLACE_BLOCK(p, o, n, 0)
+# define JP_VG_DEFINED(p, n)	VALGRIND_MAKE_MEM_DEFINED(p, n)
+# define JP_VG_NOACCESS(p, n)	VALGRIND_MAKE_MEM_NOACCESS(p, n)
+#else
+# define JP_VG_MALLOCLIKE(p, n, zeroed) ((void)(p))
+# define JP_VG_FREELIKE(p)	((void)(p))
+# define JP_VG_RESIZE(p, o, n)	((void)(p))
+# define JP_VG_DEFINED(p, n)	((void)(p))
+# define JP_VG_NOACCESS(p, n)	((void)(p))
+#endif
+
+/* ---- geometry ------------------------------------------------------ */
+
+#define JP_SEG_SHIFT	22
+#define JP_SEG_SIZE	((size_t)1 << JP_SEG_SHIFT)		/* 4 MiB */
+#define JP_SEG_MASK	(JP_SEG_SIZE - 1)
+#define JP_SLICE_SHIFT	16
+#define JP_SLICE_SIZE	((size_t)1 << JP_SLICE_SHIFT)		/* 64 KiB */
+#define JP_NSLICES	(JP_SEG_SIZE / JP_SLICE_SIZE)		/* 64 */
+#define JP_SPAN_MAX_SLICES 16
+#define JP_HUGE_HDR	4096	/* the header page before a huge block */
+
+/* The registry covers user space of 47 bits: 2^25 chunks of 4 MiB. */
+#define JP_REG_BITS	(47 - JP_SEG_SHIFT)
+#define JP_REG_N	((size_t)1 << JP_REG_BITS)
+enum {
+	JP_REG_NONE = 0,
+	JP_REG_SMALL = 1,	/* a segment of spans starts here */
+	JP_REG_HUGE = 2,	/* a huge block's header starts here */
+	JP_REG_HUGE_PREV = 3,	/* a huge block whose header starts 4 MiB before */
+};
+
+#define JP_NCLASSES	52
+#define JP_MAX_SMALL	((size_t)256 << 10)	/* the largest class */
+#define JP_LOOKUP_MAX	1024	/* classes of sizes up to this by table */
+
+/* ---- locks: a futex word, 0 free, 1 held, 2 held with sleepers ------ */
+
+struct jp__lock {
+	_Atomic uint32_t word;
+	_Atomic uintptr_t owner;	/* pthread_self() of the holder, for fork */
+};
+
+void jp__lock_slow(struct jp__lock *l);
+
+static inline void jp__lock(struct jp__lock *l)
+{
+	uint32_t z = 0;
+
+	/* acquire: what the previous holder wrote is visible to us. */
+	if (!atomic_compare_exchange_strong_explicit(&l->word, &z, 1,
+			memory_order_acquire, memory_order_relaxed))
+		jp__lock_slow(l);
+	JP_HB_AFTER(l);
+	/* relaxed: only read by the holder's own fork handler. */
+	atomic_store_explicit(&l->owner, (uintptr_t)pthread_self(),
+			      memory_order_relaxed);
+}
+
+static inline void jp__unlock(struct jp__lock *l)
+{
+	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+	JP_HB_BEFORE(l);
+	/* release: publish what we wrote under the lock. */
+	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)
+		jp__futex_wake(&l->word, 1);
+}
+
+/* ---- segments and spans -------------------------------------------- */
+
+struct jp_span {
+	/* What free() reads, in the first cache line. */
+	/* Minus the address of block 0: not a pointer, so that memcheck's
+	 * leak scan does not take the segment header for a reference to the
+	 * block (a lost block 0 must be "definitely lost"). */
+	uintptr_t nstart;
+	uint64_t limit;		/* see jp__is_block */
+	uint64_t divc;		/* see jp__is_block */
+	uint32_t binoff;	/* cls * sizeof(struct jp_bin) */
+	uint32_t bsize;
+	uint32_t cls;		/* size class */
+	/* The rest is under the class lock. */
+	void *free;		/* freed blocks, linked through word 0 */
+	uintptr_t bump;		/* next never-used block ... */
+	uintptr_t bump_end;	/* ... up to here */
+	uint32_t used;		/* blocks out of the span (caches and users) */
+	uint32_t nblocks;
+	struct jp_span *next, *prev;	/* in the class's list of spans */
+	uint16_t slice;		/* first slice index */
+	uint16_t nslices;
+	uint8_t in_list;	/* linked in the class's list */
+};
+
+struct jp_segment {
+	uint64_t magic;
+	struct jp_segment *next, *prev;	/* list of segments (segment lock) */
+	uint64_t used_bits;	/* slices in spans (bit 0: the header) */
+	uint64_t dirty_bits;	/* free slices that still hold pages */
+	/* The span of each slice (a dummy for free slices and the header). */
+	struct jp_span *slice_span[JP_NSLICES];
+	struct jp_span spans[JP_NSLICES];
+};
+
+struct jp_huge {
+	uint64_t magic;
+	void *base;		/* the mapping */
+	size_t map_size;
+	size_t user_off;	/* the block is at base + user_off (an offset,
+				 * not a pointer: see jp_span.nstart) */
+	size_t usable;
+};
+
+#define JP_SEG_MAGIC	0x6a7073796e637365ULL
+#define JP_HUGE_MAGIC	0x6a7073796e636875ULL
+
+/* ---- size classes -------------------------------------------------- */
+
+struct jp_class {
+	struct jp__lock lock;
+	uint32_t bsize;
+	uint32_t nslices;	/* per span */
+	uint32_t nblocks;	/* per span */
+	uint32_t cache_limit;	/* blocks a thread's bin may hold */
+	struct jp_span *spans;	/* spans with free blocks (or empty) */
+	uint32_t empty_spans;	/* of them, entirely free */
+	uint64_t used_blocks;	/* blocks out of spans */
+	uint64_t peak_used_blocks;
+	uint64_t nspans;	/* spans held */
+} JP_ALIGNED_CL;
+
+/* ---- thread caches --------------------------------------------------- */
+
+struct jp_bin {
+	void *head;		/* free blocks, linked through word 0 */
+	/* Bits 0-15: the credit, how many more blocks the bin may take
+	 * (JPSYNC_CACHE_N is at most 4096); bits 16-63: blocks handed out.
+	 * One word, so that an allocation updates both with one add. */
+	uint64_t cn;
+	uint64_t nalloc_hi;	/* handed out, folded from cn (48-bit wrap) */
+	uint64_t nrefill;	/* blocks brought in from the class */
+};
+
+struct jp_heap {
+	struct jp_bin bins[JP_NCLASSES];	/* first: bin offsets are heap offsets */
+	uint64_t nflush[JP_NCLASSES];	/* blocks sent back to the class */
+	uint64_t nmiss[JP_NCLASSES];	/* refills */
+	struct jp_heap *next, *prev;	/* all heaps (heap lock) */
+	uint8_t live;
+	uint8_t is_empty;		/* the static empty heap */
+};
+
+/*
+ * Counters a thread updates on its own and other threads read for the
+ * statistics: relaxed atomics under ThreadSanitizer, plain accesses
+ * otherwise (an aligned 64-bit load or store does not tear on the targets
+ * we build for, and a slightly stale count is fine in a statistic).
+ */
+#ifdef JP_TSAN
+# define JP_CNT_LOAD(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
+# define JP_CNT_SET(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#else
+# define JP_CNT_LOAD(x)		(x)
+# define JP_CNT_SET(x, v)	((x) = (v))
+#endif
+#define JP_CNT_ADD(x, v)	JP_CNT_SET(x, JP_CNT_LOAD(x) + (v))
+
+#define JP_CN_ALLOC	(((uint64_t)1 << 16) + 1)	/* one handed out */
+#define JP_CN_CREDIT(cn)	((cn) & 0xffff)
+#define JP_CN_NALLOC(cn)	((cn) >> 16)
+
+/* ---- globals ------------------------------------------------------ */
+
+struct jp_alloc_globals {
+	uintptr_t key;			/* double-free key */
+	uint8_t nocache;		/* valgrind or check: caches of 0 */
+	uint8_t check;			/* JPSYNC_CHECK */
+	uint8_t vg;			/* running on valgrind */
+	uint64_t mag_size;
+	uint64_t cache_n;
+	uint64_t madvise_min;
+	_Atomic uint64_t mapped, peak_mapped, trimmed;
+	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
+	_Atomic uint64_t huge_peak;
+};
+
+extern struct jp_alloc_globals jp__ag;
+extern struct jp_class jp__classes[JP_NCLASSES];
+extern uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
+extern uint8_t jp__registry[JP_REG_N];
+extern struct jp_span jp__no_span;
+extern struct jp_heap jp__empty_heap;
+extern __thread struct jp_heap *jp__tls_heap
+	__attribute__((tls_model("initial-exec")));
+
+static inline uint32_t jp__size_class(size_t n)
+{
+	unsigned b;
+
+	if (n <= 64)
+		return n == 0 ? 0 : (uint32_t)((n - 1) >> 4);
+	b = 63 - (unsigned)__builtin_clzll(n - 1);	/* 2^b < n <= 2^(b+1) */
+	return 4 * (b - 6) + (uint32_t)((n - 1) >> (b - 2));
+}
+
+static inline size_t jp__class_size(uint32_t cls)
+{
+	if (cls < 4)
+		return 16 * (size_t)(cls + 1);
+	return (size_t)(cls % 4 + 5) << (cls / 4 + 3);
+}
+
+static inline unsigned jp__reg_get(uintptr_t a)
+{
+	/* relaxed: a block's segment is registered before the block is
+	 * handed out, and the block reaches another thread only through
+	 * synchronisation of its own. */
+#ifdef JP_TSAN
+	return __atomic_load_n(&jp__registry[a >> JP_SEG_SHIFT], __ATOMIC_RELAXED);
+#else
+	/* A byte: a plain load is as good as a relaxed one, and lets the
+	 * compiler fold it into the compare of the fast path. */
+	return *(volatile const uint8_t *)&jp__registry[a >> JP_SEG_SHIFT];
+#endif
+}
+
+/* "os.c" (the allocator's block at its end) */
+int jp__os_resize(void *addr, size_t old_size, size_t new_size);
+int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
+
+/* "alloc.c" */
+void jp__alloc_init_slow(void);
+extern _Atomic int jp__alloc_state;	/* 0 none, 1 running, 2 ready */
+
+/* "segment.c" */
+extern struct jp__lock jp__seg_lock;
+struct jp_span *jp__span_alloc(uint32_t nslices);	/* under class lock */
+void jp__span_release(struct jp_span *s);
+void *jp__huge_alloc(size_t size, size_t align);
+void jp__huge_free(struct jp_huge *h);
+struct jp_huge *jp__huge_of(const void *p);	/* NULL if not a huge block */
+void *jp__huge_realloc(struct jp_huge *h, size_t size);
+size_t jp__segment_trim(void);
+void jp__mapped_add(size_t n);
+void jp__mapped_sub(size_t n);
+
+/* "tcache.c" */
+struct jp_heap *jp__heap_get(void);	/* the caller's heap, created */
+void *jp__alloc_slow(size_t size);
+void *jp__class_alloc(struct jp_heap *h, uint32_t cls);
+void jp__free_slow(void *p);
+void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s);
+void jp__heap_flush(struct jp_heap *h);
+bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s);
+size_t jp__classes_trim(void);
+void jp__tcache_init(void);
+void jp__tcache_init_late(void);
+void jp__atfork_prepare(void);
+void jp__atfork_parent(void);
+void jp__atfork_child(void);
+extern struct jp__lock jp__heap_lock;
+extern struct jp_heap *jp__heaps;
+extern uint64_t jp__dead_alloc[JP_NCLASSES], jp__dead_free[JP_NCLASSES],
+	jp__dead_miss[JP_NCLASSES];
+
+/* "alloc_stats.c" */
+void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss);
+
+/* Span of a pointer known to be in a small segment. */
+static inline struct jp_span *jp__span_of(uintptr_t a)
+{
+	struct jp_segment *seg = (struct jp_segment *)(a & ~(uintptr_t)JP_SEG_MASK);
+
+	return seg->slice_span[(a >> JP_SLICE_SHIFT) & (JP_NSLICES - 1)];
+}
+
+static inline uintptr_t jp__span_start(const struct jp_span *s)
+{
+	return -s->nstart;
+}
+
+static inline void *jp__huge_user(const struct jp_huge *h)
+{
+	return (char *)h->base + h->user_off;
+}
+
+/* True when a is the start of a block of span s. */
+static inline bool jp__is_block(const struct jp_span *s, uintptr_t a)
+{
+	/*
+	 * One multiplication tests both "a multiple of bsize" and "below the
+	 * last block" (after Lemire, Kaser and Kurz, "Faster remainder by
+	 * direct computation").  With c = floor((2^64-1)/d) + 2 and
+	 * e = c*d - 2^64 (d <= e < 2d), the product m = off*c mod 2^64 is
+	 * k*e for off = k*d, and at least c (far above any k*e of a span)
+	 * for any other off < 2^32; so off is block k < nblocks exactly
+	 * when m < nblocks*e, stored as limit.  Spans are at most 1 MiB and
+	 * a >= start (the slice belongs to the span), so off < 2^32.  Free
+	 * slices point to a span with limit 0: nothing is a block there.
+	 */
+	return (a + s->nstart) * s->divc < s->limit;
+}
+
+#endif /* JP_ALLOC_INTERNAL_H */

@@ -1,0 +1,246 @@
+/*
+ * alloc_stats.c - jp_alloc_stats, jp_alloc_stats_print and JPSYNC_STATS.
+ *
+ * The fast paths count one thing only, the blocks each bin hands out
+ * (nalloc); everything else comes from counters the slow paths keep:
+ * blocks that came into a bin from the class (nrefill), went back (nflush),
+ * and the refills (nmiss).  The frees of a bin follow from its length:
+ *     length = nrefill + frees - nalloc - nflush.
+ * Bytes in use are the blocks out of the spans (class counters) less those
+ * sitting in thread caches, plus huge blocks.  Nothing here allocates, so
+ * the table can be printed at exit and from inside a preloaded malloc.
+ */
+#include "alloc_internal.h"
+#include "options.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
+{
+	uint64_t cm[JP_NCLASSES] = { 0 };
+	uint64_t cached = 0, misses = 0, classes_peak = 0, in_spans = 0;
+
+	memset(st, 0, sizeof *st);
+	st->size = sizeof *st;
+	st->version = JP_ALLOC_STATS_VERSION;
+	st->nclasses = JP_NCLASSES;
+	jp__lock(&jp__heap_lock);
+	for (struct jp_heap *h = jp__heaps; h != NULL; h = h->next) {
+		st->threads++;
+		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+			struct jp_bin *b = &h->bins[c];
+			uint64_t cn = JP_CNT_LOAD(b->cn);
+			uint64_t nalloc = JP_CN_NALLOC(cn) + JP_CNT_LOAD(b->nalloc_hi);
+			uint64_t nrefill = JP_CNT_LOAD(b->nrefill);
+			uint64_t count = jp__classes[c].cache_limit - JP_CN_CREDIT(cn);
+			uint64_t nflush = JP_CNT_LOAD(h->nflush[c]);
+
+			st->class_allocs[c] += nalloc;
+			st->class_frees[c] += count - nrefill + nalloc + nflush;
+			cached += count * jp__classes[c].bsize;
+			cm[c] += JP_CNT_LOAD(h->nmiss[c]);
+			misses += JP_CNT_LOAD(h->nmiss[c]);
+		}
+	}
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		st->class_allocs[c] += jp__dead_alloc[c];
+		st->class_frees[c] += jp__dead_free[c];
+		misses += jp__dead_miss[c];
+		cm[c] += jp__dead_miss[c];
+	}
+	jp__unlock(&jp__heap_lock);
+
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		struct jp_class *k = &jp__classes[c];
+
+		st->class_size[c] = jp__class_size(c);
+		jp__lock(&k->lock);
+		in_spans += k->used_blocks * k->bsize;
+		classes_peak += k->peak_used_blocks * k->bsize;
+		jp__unlock(&k->lock);
+		st->allocs += st->class_allocs[c];
+		st->frees += st->class_frees[c];
+	}
+	if (class_miss != NULL)
+		memcpy(class_miss, cm, sizeof cm);
+	st->cache_misses = misses;
+	st->cache_hits = st->allocs >= misses ? st->allocs - misses : 0;
+	st->cached = cached;
+	st->huge_count = atomic_load_explicit(&jp__ag.huge_count, memory_order_relaxed);
+	st->huge_bytes = atomic_load_explicit(&jp__ag.huge_bytes, memory_order_relaxed);
+	st->allocs += atomic_load_explicit(&jp__ag.huge_allocs, memory_order_relaxed);
+	st->frees += atomic_load_explicit(&jp__ag.huge_frees, memory_order_relaxed);
+	st->in_use = (in_spans >= cached ? in_spans - cached : 0) + st->huge_bytes;
+	/* Sampled: the per-class peaks, each counting cached blocks as used,
+	 * so an upper bound of the true peak. */
+	st->peak_in_use = classes_peak + st->huge_bytes;
+	if (st->peak_in_use < st->in_use)
+		st->peak_in_use = st->in_use;
+	st->mapped = atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
+	st->peak_mapped = atomic_load_explicit(&jp__ag.peak_mapped, memory_order_relaxed);
+	st->trimmed = atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed);
+}
+
+JP_EXPORT int jp_alloc_stats(struct jp_alloc_stats *st, size_t st_size)
+{
+	struct jp_alloc_stats all;
+	size_t n;
+
+	if (st == NULL || st_size < offsetof(struct jp_alloc_stats, in_use))
+		return EINVAL;
+	jp__stats_collect(&all, NULL);
+	n = st_size < sizeof all ? st_size : sizeof all;
+	all.size = n;
+	memcpy(st, &all, n);
+	return 0;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+struct out {
+	char buf[4096];
+	size_t len;
+	int fd;
+	int err;
+};
+
+static void out_flush(struct out *o)
+{
+	if (o->len > 0 && o->err == 0)
+		o->err = jp__os_write(o->fd, o->buf, o->len);
+	o->len = 0;
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (o->len + n > sizeof o->buf)
+		out_flush(o);
+	if (n > sizeof o->buf)
+		n = sizeof o->buf;
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+/* v right-aligned in width columns. */
+static void out_num(struct out *o, uint64_t v, int width)
+{
+	char num[24];
+	int n;
+
+	jp__fmt_u64(num, v);
+	for (n = (int)strlen(num); n < width; n++)
+		out_str(o, " ");
+	out_str(o, num);
+}
+
+/* part/whole as a percentage with one decimal, right-aligned in 6. */
+static void out_pct(struct out *o, uint64_t part, uint64_t whole)
+{
+	char num[24], frac[4];
+	uint64_t permille;
+
+	if (whole == 0) {
+		out_str(o, "     -");
+		return;
+	}
+	permille = (uint64_t)((double)part * 1000.0 / (double)whole + 0.5);
+	jp__fmt_u64(num, permille / 10);
+	frac[0] = '.';
+	frac[1] = (char)('0' + permille % 10);
+	frac[2] = '%';
+	frac[3] = '\0';
+	for (int n = (int)strlen(num); n < 3; n++)
+		out_str(o, " ");
+	out_str(o, num);
+	out_str(o, frac);
+}
+
+static void out_bytes_line(struct out *o, const char *label, uint64_t v,
+			   const char *peak_label, uint64_t peak)
+{
+	out_str(o, label);
+	out_num(o, v, 16);
+	out_str(o, " bytes");
+	if (peak_label != NULL) {
+		out_str(o, peak_label);
+		out_num(o, peak, 16);
+		out_str(o, " bytes");
+	}
+	out_str(o, "\n");
+}
+
+JP_EXPORT int jp_alloc_stats_print(int fd)
+{
+	struct jp_alloc_stats st;
+	struct out o = { .fd = fd };
+	uint64_t cm[JP_NCLASSES];
+
+	if (fd < 0)
+		return EBADF;
+	jp__stats_collect(&st, cm);
+	out_str(&o, "jpsync allocator statistics (pid ");
+	out_num(&o, (uint64_t)getpid(), 0);
+	out_str(&o, ")\n");
+	out_bytes_line(&o, "  in use     ", st.in_use, "   peak", st.peak_in_use);
+	out_bytes_line(&o, "  mapped     ", st.mapped, "   peak", st.peak_mapped);
+	out_bytes_line(&o, "  cached     ", st.cached, NULL, 0);
+	out_bytes_line(&o, "  given back ", st.trimmed, NULL, 0);
+	out_str(&o, "  huge       ");
+	out_num(&o, st.huge_bytes, 16);
+	out_str(&o, " bytes in ");
+	out_num(&o, st.huge_count, 0);
+	out_str(&o, " blocks\n");
+	out_str(&o, "  threads    ");
+	out_num(&o, st.threads, 16);
+	out_str(&o, "\n  allocs     ");
+	out_num(&o, st.allocs, 16);
+	out_str(&o, "   frees ");
+	out_num(&o, st.frees, 16);
+	out_str(&o, "\n  cache hits ");
+	out_num(&o, st.cache_hits, 16);
+	out_str(&o, "   rate  ");
+	out_pct(&o, st.cache_hits, st.cache_hits + st.cache_misses);
+	out_str(&o, "\n  class       size         allocs          frees         in use   hit%\n");
+	for (uint32_t c = 0; c < st.nclasses; c++) {
+		uint64_t a = st.class_allocs[c], f = st.class_frees[c];
+
+		if (a == 0 && f == 0)
+			continue;
+		out_num(&o, c, 7);
+		out_num(&o, st.class_size[c], 11);
+		out_num(&o, a, 15);
+		out_num(&o, f, 15);
+		out_num(&o, a >= f ? a - f : 0, 15);
+		out_str(&o, " ");
+		out_pct(&o, a >= cm[c] ? a - cm[c] : 0, a);
+		out_str(&o, "\n");
+	}
+	out_flush(&o);
+	return o.err;
+}
+
+/* JPSYNC_STATS=1 (stderr) or =path: the table at exit. */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+	const struct jp_options *opt = jp__options();
+	int fd;
+
+	if (opt->stats == JP_STATS_STDERR)
+		jp_alloc_stats_print(2);
+	else if (opt->stats == JP_STATS_FILE) {
+		fd = open(opt->stats_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			jp__os_puts(2, "jpsync: JPSYNC_STATS: cannot open ");
+			jp__os_puts(2, opt->stats_path);
+			jp__os_puts(2, "\n");
+			return;
+		}
+		jp_alloc_stats_print(fd);
+		close(fd);
+	}
+}

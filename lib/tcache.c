@@ -1,0 +1,550 @@
+/*
+ * tcache.c - thread caches (heaps), the shared per-class span lists, and
+ * what happens at thread exit and fork.
+ *
+ * A thread's heap holds, per size class, a LIFO list of free blocks that
+ * only that thread touches (no atomics on the fast paths in alloc.c).  A
+ * free pushes onto the list of the freeing thread, whichever thread
+ * allocated the block; the list is bounded (JPSYNC_CACHE_N blocks, fewer
+ * for big classes), and when it is full a batch (JPSYNC_MAG_SIZE) goes back
+ * to the spans it came from, under the class lock.  An empty list is
+ * refilled with a batch the same way.  So a block freed by another thread
+ * travels back to the shared lists in a batch with one lock round trip,
+ * with no ABA to guard against (nothing is popped without the lock), and
+ * no memory is stranded in a thread that allocates but never frees.
+ *
+ * A span whose blocks are all back is given to its segment (one empty span
+ * is kept per class so that a class that keeps emptying and refilling its
+ * last span does not churn), where any class can take its slices.
+ *
+ * Thread exit (a pthread key destructor) flushes the heap and puts it on a
+ * free list for the next thread: 10,000 short threads reuse a handful of
+ * heaps.  Heaps are mmap'ed, never in static TLS: the thread-local state is
+ * one initial-exec pointer, jp__tls_heap.
+ */
+#include "alloc_internal.h"
+#include "options.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct jp_class jp__classes[JP_NCLASSES];
+uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];
+
+/* A thread with no heap yet points here: no block, no room, so both fast
+ * paths fall through to the slow ones, which create the heap. */
+struct jp_heap jp__empty_heap = { .is_empty = 1 };
+__thread struct jp_heap *jp__tls_heap
+	__attribute__((tls_model("initial-exec"))) = &jp__empty_heap;
+
+struct jp__lock jp__heap_lock;
+struct jp_heap *jp__heaps;		/* live heaps (heap lock) */
+static struct jp_heap *free_heaps;	/* heaps of exited threads */
+static char *heap_chunk;		/* carving heaps from here */
+static size_t heap_chunk_left;
+uint64_t jp__dead_alloc[JP_NCLASSES], jp__dead_free[JP_NCLASSES],
+	jp__dead_miss[JP_NCLASSES];
+
+static pthread_key_t heap_key;
+static _Atomic int key_state;		/* 0 none, 1 creating, 2 ready */
+static _Atomic uintptr_t key_creator;
+
+static void heap_destroy(void *arg);
+
+/* ---- size classes -------------------------------------------------- */
+
+void jp__tcache_init(void)
+{
+	uint64_t cache_n = jp__ag.cache_n, mag = jp__ag.mag_size;
+
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		struct jp_class *k = &jp__classes[c];
+		size_t bs = jp__class_size(c), span;
+		uint64_t lim;
+
+		k->bsize = (uint32_t)bs;
+		if (bs <= 8192)
+			k->nslices = 1;
+		else {
+			k->nslices = (uint32_t)((bs * 8 + JP_SLICE_SIZE - 1) / JP_SLICE_SIZE);
+			if (k->nslices > JP_SPAN_MAX_SLICES)
+				k->nslices = JP_SPAN_MAX_SLICES;
+		}
+		span = (size_t)k->nslices * JP_SLICE_SIZE;
+		k->nblocks = (uint32_t)(span / bs);
+		/* A bin holds at most cache_n blocks and 256 KiB. */
+		lim = ((size_t)256 << 10) / bs;
+		if (lim > cache_n)
+			lim = cache_n;
+		if (lim < 1)
+			lim = 1;
+		if (jp__ag.nocache)
+			lim = 0;
+		k->cache_limit = (uint32_t)lim;
+		(void)mag;
+	}
+	for (size_t i = 0; i <= JP_LOOKUP_MAX / 16; i++)
+		jp__class_lookup[i] = (uint16_t)(jp__size_class(i * 16) *
+						 sizeof(struct jp_bin));
+}
+
+static uint32_t batch_of(const struct jp_class *k)
+{
+	uint64_t b = jp__ag.mag_size;
+
+	if (b > k->cache_limit)
+		b = k->cache_limit;
+	return b < 1 ? 1 : (uint32_t)b;
+}
+
+static void span_link(struct jp_class *k, struct jp_span *s)
+{
+	s->prev = NULL;
+	s->next = k->spans;
+	if (k->spans != NULL)
+		k->spans->prev = s;
+	k->spans = s;
+	s->in_list = 1;
+}
+
+static void span_unlink(struct jp_class *k, struct jp_span *s)
+{
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		k->spans = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	s->in_list = 0;
+}
+
+static struct jp_span *span_new(struct jp_class *k, uint32_t cls)
+{
+	struct jp_span *s = jp__span_alloc(k->nslices);
+
+	if (s == NULL)
+		return NULL;
+	s->cls = cls;
+	s->bsize = k->bsize;
+	s->nblocks = k->nblocks;
+	s->bump = jp__span_start(s);
+	s->bump_end = jp__span_start(s) + (uintptr_t)k->nblocks * k->bsize;
+	s->free = NULL;
+	s->used = 0;
+	s->binoff = cls * (uint32_t)sizeof(struct jp_bin);
+	s->divc = UINT64_MAX / k->bsize + 2;
+	s->limit = (uint64_t)k->nblocks * (s->divc * k->bsize);
+	k->nspans++;
+	k->empty_spans++;
+	span_link(k, s);
+	return s;
+}
+
+/*
+ * Take up to want blocks of class cls from its spans, linked through word 0
+ * (the last one's link is garbage); returns the count, 0 when out of memory.
+ */
+static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
+{
+	struct jp_class *k = &jp__classes[cls];
+	void *head = NULL, **tail = &head;
+	uint32_t got = 0;
+
+	jp__lock(&k->lock);
+	while (got < want) {
+		struct jp_span *s = k->spans;
+		void *b;
+
+		if (s == NULL && (s = span_new(k, cls)) == NULL)
+			break;
+		if (s->used == 0)
+			k->empty_spans--;
+		while (got < want) {
+			if (s->free != NULL) {
+				b = s->free;
+				/* memcheck: ours again (words 0 and 1) until
+				 * MALLOCLIKE hands it out. */
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
+				s->free = *(void **)b;
+			} else if (s->bump < s->bump_end) {
+				b = (void *)s->bump;
+				s->bump += s->bsize;
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
+				/* A carved block may hold a stale key or
+				 * pattern from an earlier life of the span. */
+				if (jp__ag.check)
+					((uintptr_t *)b)[1] = 0;
+			} else
+				break;
+			*tail = b;
+			tail = (void **)b;
+			s->used++;
+			got++;
+		}
+		if (s->free == NULL && s->bump >= s->bump_end)
+			span_unlink(k, s);	/* full: back in on a free */
+	}
+	k->used_blocks += got;
+	if (k->used_blocks > k->peak_used_blocks)
+		k->peak_used_blocks = k->used_blocks;
+	jp__unlock(&k->lock);
+	*out = head;
+	return got;
+}
+
+/* Return n blocks of class cls, linked through word 0, to their spans. */
+static void class_put_chain(uint32_t cls, void *head, size_t n)
+{
+	struct jp_class *k = &jp__classes[cls];
+
+	jp__lock(&k->lock);
+	for (size_t i = 0; i < n; i++) {
+		void *b = head;
+		struct jp_span *s = jp__span_of((uintptr_t)b);
+
+		head = *(void **)b;
+		*(void **)b = s->free;
+		s->free = b;
+		if (jp__ag.vg)
+			JP_VG_FREELIKE(b);
+		if (!s->in_list)
+			span_link(k, s);
+		if (--s->used == 0) {
+			if (k->empty_spans >= 1) {
+				/* Keep one empty span per class; give the
+				 * others to their segment for any class. */
+				span_unlink(k, s);
+				k->nspans--;
+				jp__span_release(s);
+			} else
+				k->empty_spans++;
+		}
+	}
+	k->used_blocks -= n;
+	jp__unlock(&k->lock);
+}
+
+/* ---- heaps ------------------------------------------------------------ */
+
+static void key_init(void)
+{
+	int z = 0;
+
+	if (atomic_compare_exchange_strong(&key_state, &z, 1)) {
+		/* relaxed: read only by this same thread (re-entry). */
+		atomic_store_explicit(&key_creator, (uintptr_t)pthread_self(),
+				      memory_order_relaxed);
+		/* pthread_key_create and pthread_atfork may allocate: by
+		 * now the allocator is ready for it. */
+		if (pthread_key_create(&heap_key, heap_destroy) != 0) {
+			atomic_store(&key_state, 3);
+			return;
+		}
+		pthread_atfork(jp__atfork_prepare, jp__atfork_parent,
+			       jp__atfork_child);
+		atomic_store(&key_state, 2);
+		return;
+	}
+	/* Another thread is creating the key: wait, so that our heap gets
+	 * its destructor.  The creating thread itself gets here when the
+	 * calls above allocate; it must not wait for itself. */
+	while (atomic_load(&key_state) == 1 &&
+	       atomic_load_explicit(&key_creator, memory_order_relaxed) !=
+	       (uintptr_t)pthread_self())
+		jp_cpu_relax();
+}
+
+void jp__tcache_init_late(void)
+{
+	key_init();
+}
+
+struct jp_heap *jp__heap_get(void)
+{
+	struct jp_heap *h = jp__tls_heap;
+
+	if (jp_likely(!h->is_empty))
+		return h;
+	if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
+		jp__alloc_init_slow();
+	jp__lock(&jp__heap_lock);
+	h = free_heaps;
+	if (h != NULL)
+		free_heaps = h->next;
+	else {
+		size_t sz = (sizeof *h + JP_CACHELINE - 1) & ~(size_t)(JP_CACHELINE - 1);
+
+		if (heap_chunk_left < sz) {
+			void *p;
+
+			if (jp__os_map(&p, 256 * 1024) != 0) {
+				jp__unlock(&jp__heap_lock);
+				return NULL;
+			}
+			jp__mapped_add(256 * 1024);
+			heap_chunk = p;
+			heap_chunk_left = 256 * 1024;
+		}
+		h = (struct jp_heap *)heap_chunk;
+		heap_chunk += sz;
+		heap_chunk_left -= sz;
+	}
+	memset(h, 0, sizeof *h);
+	/* Only its thread touches a heap, except the statistics, which read
+	 * its counters racily on purpose (see JP_CNT_LOAD). */
+	JP_BENIGN_RACE(h, sizeof *h, "thread cache counters read by stats");
+	for (uint32_t c = 0; c < JP_NCLASSES; c++)
+		h->bins[c].cn = jp__classes[c].cache_limit;
+	h->live = 1;
+	h->next = jp__heaps;
+	h->prev = NULL;
+	if (jp__heaps != NULL)
+		jp__heaps->prev = h;
+	jp__heaps = h;
+	jp__unlock(&jp__heap_lock);
+	/* Set before pthread_setspecific, which may allocate. */
+	jp__tls_heap = h;
+	if (atomic_load(&key_state) != 2)
+		key_init();
+	if (atomic_load(&key_state) == 2)
+		pthread_setspecific(heap_key, h);
+	return h;
+}
+
+static void bin_flush(struct jp_heap *h, uint32_t cls, uint32_t keep)
+{
+	struct jp_bin *b = &h->bins[cls];
+	uint64_t count = jp__classes[cls].cache_limit - JP_CN_CREDIT(JP_CNT_LOAD(b->cn));
+	void *rest, **link = &b->head;
+
+	if (count <= keep)
+		return;
+	for (uint32_t i = 0; i < keep; i++)
+		link = (void **)*link;
+	rest = *link;
+	*link = NULL;
+	class_put_chain(cls, rest, count - keep);
+	JP_CNT_ADD(b->cn, count - keep);
+	JP_CNT_ADD(h->nflush[cls], count - keep);
+}
+
+void jp__heap_flush(struct jp_heap *h)
+{
+	if (h->is_empty)
+		return;
+	for (uint32_t c = 0; c < JP_NCLASSES; c++)
+		bin_flush(h, c, 0);
+}
+
+static void heap_fold(struct jp_heap *h)
+{
+	/* Under the heap lock: keep the counts of a heap that goes away. */
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		struct jp_bin *b = &h->bins[c];
+		uint64_t count = jp__classes[c].cache_limit - JP_CN_CREDIT(b->cn);
+		uint64_t nalloc = JP_CN_NALLOC(b->cn) + b->nalloc_hi;
+		uint64_t frees = count - b->nrefill + nalloc + h->nflush[c];
+
+		jp__dead_alloc[c] += nalloc;
+		jp__dead_free[c] += frees;
+		jp__dead_miss[c] += h->nmiss[c];
+	}
+}
+
+static void heap_destroy(void *arg)
+{
+	struct jp_heap *h = arg;
+
+	jp__heap_flush(h);
+	jp__tls_heap = &jp__empty_heap;
+	jp__lock(&jp__heap_lock);
+	heap_fold(h);
+	h->live = 0;
+	if (h->prev != NULL)
+		h->prev->next = h->next;
+	else
+		jp__heaps = h->next;
+	if (h->next != NULL)
+		h->next->prev = h->prev;
+	h->next = free_heaps;
+	free_heaps = h;
+	jp__unlock(&jp__heap_lock);
+}
+
+/* ---- slow paths ------------------------------------------------------ */
+
+/* A block of class cls for heap h: from its bin, else a batch refill. */
+void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
+{
+	struct jp_bin *b = &h->bins[cls];
+	void *blk = b->head, *chain;
+	uint32_t got;
+
+	if (blk != NULL) {
+		b->head = *(void **)blk;
+		JP_CNT_ADD(b->cn, JP_CN_ALLOC);
+		((void **)blk)[1] = NULL;
+		return blk;
+	}
+	got = class_take(cls, batch_of(&jp__classes[cls]), &chain);
+	if (got == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	blk = chain;
+	if (got > 1) {
+		void **last = (void **)*(void **)blk;
+
+		b->head = last;
+		for (uint32_t i = 2; i < got; i++)
+			last = (void **)*last;
+		*last = NULL;
+		JP_CNT_ADD(b->cn, -(uint64_t)(got - 1));
+	}
+	JP_CNT_ADD(b->nrefill, got);
+	JP_CNT_ADD(b->cn, (uint64_t)1 << 16);
+	/* Fold the 48-bit count into a full one now and then. */
+	if (JP_CNT_LOAD(b->cn) >= ((uint64_t)1 << 62)) {
+		JP_CNT_ADD(b->nalloc_hi, JP_CN_NALLOC(JP_CNT_LOAD(b->cn)));
+		JP_CNT_SET(b->cn, JP_CN_CREDIT(JP_CNT_LOAD(b->cn)));
+	}
+	JP_CNT_ADD(h->nmiss[cls], 1);
+	/* Not the double-free key any more (JPSYNC_CHECK looks at it first:
+	 * check_alloc overwrites it). */
+	if (!jp__ag.check)
+		((void **)blk)[1] = NULL;
+	return blk;
+}
+
+/* Free a valid small block p of span s into heap h (the key is checked). */
+void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
+{
+	uint32_t cls = s->cls;
+	struct jp_bin *b = &h->bins[cls];
+	const struct jp_class *k = &jp__classes[cls];
+
+	((uintptr_t *)p)[1] = jp__ag.key;
+	if (k->cache_limit == 0) {
+		/* No cache (valgrind, JPSYNC_CHECK): straight back. */
+		JP_CNT_ADD(h->nflush[cls], 1);
+		class_put_chain(cls, p, 1);
+		return;
+	}
+	if (JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) == 0)
+		bin_flush(h, cls, k->cache_limit - batch_of(k));
+	*(void **)p = b->head;
+	b->head = p;
+	JP_CNT_ADD(b->cn, -(uint64_t)1);
+}
+
+/* Is p on the free list of bin, or of its span?  (double-free check) */
+bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s)
+{
+	struct jp_class *k = &jp__classes[s->cls];
+	bool found = false;
+	uint64_t n = 0;
+
+	if (!h->is_empty) {
+		struct jp_bin *b = &h->bins[s->cls];
+		uint64_t count = k->cache_limit - JP_CN_CREDIT(b->cn);
+
+		for (void *q = b->head; q != NULL && n < count; q = *(void **)q, n++)
+			if (q == p)
+				return true;
+	}
+	jp__lock(&k->lock);
+	n = 0;
+	for (void *q = s->free; q != NULL && n < s->nblocks; n++) {
+		void *next;
+
+		if (q == p) {
+			found = true;
+			break;
+		}
+		JP_VG_DEFINED(q, sizeof(void *));
+		next = *(void **)q;
+		if (jp__ag.vg)
+			JP_VG_NOACCESS(q, sizeof(void *));
+		q = next;
+	}
+	jp__unlock(&k->lock);
+	return found;
+}
+
+size_t jp__classes_trim(void)
+{
+	size_t total = 0;
+
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		struct jp_class *k = &jp__classes[c];
+		struct jp_span *s, *next;
+
+		jp__lock(&k->lock);
+		for (s = k->spans; s != NULL; s = next) {
+			next = s->next;
+			if (s->used == 0) {
+				span_unlink(k, s);
+				k->nspans--;
+				k->empty_spans--;
+				total += (size_t)s->nslices * JP_SLICE_SIZE;
+				jp__span_release(s);
+			}
+		}
+		jp__unlock(&k->lock);
+	}
+	return total;
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+/*
+ * Take every lock before fork so that the child gets consistent lists.  A
+ * lock this very thread holds (fork from a signal handler that interrupted
+ * the allocator) is left alone: waiting for it would deadlock, and the
+ * interrupted code finishes its work in both processes after the handler.
+ */
+static uint64_t held_by_us[(JP_NCLASSES + 2 + 63) / 64];
+
+static void lock_for_fork(struct jp__lock *l, unsigned i)
+{
+	if (atomic_load_explicit(&l->owner, memory_order_relaxed) ==
+	    (uintptr_t)pthread_self()) {
+		held_by_us[i / 64] |= 1ULL << (i % 64);
+		return;
+	}
+	jp__lock(l);
+}
+
+static void unlock_after_fork(struct jp__lock *l, unsigned i)
+{
+	if (held_by_us[i / 64] & (1ULL << (i % 64)))
+		return;
+	jp__unlock(l);
+}
+
+void jp__atfork_prepare(void)
+{
+	memset(held_by_us, 0, sizeof held_by_us);
+	for (unsigned c = 0; c < JP_NCLASSES; c++)
+		lock_for_fork(&jp__classes[c].lock, c);
+	lock_for_fork(&jp__seg_lock, JP_NCLASSES);
+	lock_for_fork(&jp__heap_lock, JP_NCLASSES + 1);
+}
+
+void jp__atfork_parent(void)
+{
+	unlock_after_fork(&jp__heap_lock, JP_NCLASSES + 1);
+	unlock_after_fork(&jp__seg_lock, JP_NCLASSES);
+	for (unsigned c = JP_NCLASSES; c-- > 0;)
+		unlock_after_fork(&jp__classes[c].lock, c);
+}
+
+void jp__atfork_child(void)
+{
+	/* Only this thread exists now; every lock is free again (a lock the
+	 * interrupted code of this thread held is released by it). */
+	unlock_after_fork(&jp__heap_lock, JP_NCLASSES + 1);
+	unlock_after_fork(&jp__seg_lock, JP_NCLASSES);
+	for (unsigned c = JP_NCLASSES; c-- > 0;)
+		unlock_after_fork(&jp__classes[c].lock, c);
+}

@@ -1,0 +1,108 @@
+/*
+ * alloc-helper.c - small programs for test-alloc and check-alloc-valgrind.sh
+ * that need an environment of their own (options are read once per
+ * process) or a tool around them.
+ *
+ *   alloc-helper check-ok        JPSYNC_CHECK=1: normal use must pass
+ *   alloc-helper check-uaf       a write into a freed block, then reuse
+ *   alloc-helper check-overflow  a write past the requested size, then free
+ *   alloc-helper check-double    a double free
+ *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
+ *   alloc-helper leak            loses one block (memcheck must see it)
+ *   alloc-helper use-after-free  reads a freed block (memcheck must see it)
+ *   alloc-helper clean           allocates and frees everything
+ */
+#include <jpsync/alloc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *volatile sink;
+
+static int check_ok(void)
+{
+	void *p[1000];
+
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < 1000; i++) {
+			size_t n = (size_t)(i * 37 % 3000);
+
+			p[i] = jp_alloc(n);
+			if (p[i] == NULL || jp_usable_size(p[i]) < n)
+				return 1;
+			memset(p[i], 0x5a, n);
+		}
+		for (int i = 0; i < 1000; i += 2) {
+			p[i] = jp_realloc(p[i], (size_t)i * 3);
+			if (p[i] == NULL)
+				return 1;
+			memset(p[i], 1, (size_t)i * 3);
+		}
+		for (int i = 0; i < 1000; i++)
+			jp_free(p[i]);
+	}
+	p[0] = jp_calloc(10, 10);
+	for (int i = 0; i < 100; i++)
+		if (((unsigned char *)p[0])[i] != 0)
+			return 1;
+	jp_free(p[0]);
+	p[0] = jp_alloc_aligned(256, 100);
+	if (p[0] == NULL || (uintptr_t)p[0] % 256 != 0)
+		return 1;
+	jp_free(p[0]);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	unsigned char *p;
+
+	if (strcmp(mode, "check-ok") == 0)
+		return check_ok();
+	if (strcmp(mode, "check-uaf") == 0) {
+		p = jp_alloc(100);
+		jp_free(p);
+		p[50] = 1;		/* the bug */
+		for (int i = 0; i < 100; i++)
+			sink = jp_alloc(100);
+		return 0;
+	}
+	if (strcmp(mode, "check-overflow") == 0) {
+		p = jp_alloc(100);
+		p[100] = 1;		/* the bug */
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "check-double") == 0) {
+		p = jp_alloc(100);
+		jp_free(p);
+		jp_free(p);		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "stats") == 0 || strcmp(mode, "clean") == 0) {
+		for (int i = 0; i < 1000; i++) {
+			p = jp_alloc((size_t)i);
+			jp_free(p);
+		}
+		p = jp_alloc(1 << 20);
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "leak") == 0) {
+		sink = jp_alloc(4242);
+		memset(sink, 1, 4242);
+		sink = NULL;	/* the bug: lost */
+		return 0;
+	}
+	if (strcmp(mode, "use-after-free") == 0) {
+		volatile unsigned char *q = jp_alloc(64);
+
+		q[0] = 1;
+		jp_free((void *)q);
+		return q[10] == 42;	/* the bug */
+	}
+	fprintf(stderr, "usage: alloc-helper MODE\n");
+	return 2;
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# check-alloc-valgrind.sh - memcheck sees jp_alloc's blocks as heap blocks:
+# a leak is "definitely lost", a read of a freed block an "Invalid read",
+# and a program that frees everything is clean.  Exit 77 without valgrind.
+set -u
+: "${top_builddir:=.}"
+helper="$top_builddir/tests/alloc-helper"
+command -v valgrind >/dev/null 2>&1 || { echo "valgrind not found: skip"; exit 77; }
+case "${SANITIZERS:-}" in ?*) echo "sanitizer build: skip"; exit 77;; esac
+# Already under valgrind (make check-valgrind): nothing to add.
+case "${LD_PRELOAD:-}" in *vgpreload*) exit 77;; esac
+vg="valgrind --tool=memcheck --leak-check=full --error-exitcode=9"
+tmp=${TMPDIR:-/tmp}/check-alloc-vg.$$
+trap 'rm -f "$tmp"' EXIT
+fail=0
+
+$vg "$helper" leak >"$tmp" 2>&1
+if ! grep -q "definitely lost: [0-9,]* bytes in 1 blocks" "$tmp"; then
+	echo "FAIL: memcheck did not report the leaked jp_alloc block"; cat "$tmp"; fail=1
+fi
+$vg "$helper" use-after-free >"$tmp" 2>&1
+if ! grep -q "Invalid read" "$tmp" || ! grep -q "free'd" "$tmp"; then
+	echo "FAIL: memcheck did not report the read of a freed block"; cat "$tmp"; fail=1
+fi
+if ! $vg "$helper" clean >"$tmp" 2>&1; then
+	echo "FAIL: memcheck reported errors for a correct program"; cat "$tmp"; fail=1
+fi
+if ! $vg "$helper" check-ok >"$tmp" 2>&1; then
+	echo "FAIL: memcheck reported errors for check-ok"; cat "$tmp"; fail=1
+fi
+[ $fail = 0 ] && echo "memcheck sees jp_alloc blocks: ok"
+exit $fail

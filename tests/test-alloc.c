@@ -1,0 +1,1063 @@
+/*
+ * test-alloc.c - jp_alloc(3), black-box, through the shared library.
+ *
+ * One case per behaviour of issue 3's "The allocator".  Stress cases run
+ * through jp_hammer; sizes scale with JPSYNC_TEST_SCALE.  Cases that
+ * measure RSS skip their ratio assertions under valgrind and the
+ * sanitizers (shadow memory distorts RSS) but still run the functions.
+ * Cases that need their own environment run tests/alloc-helper.
+ */
+#include <jpsync/alloc.h>
+#include <jpsync/hammer.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MiB ((size_t)1 << 20)
+#define JP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static bool rss_checks(void)
+{
+	return !jp_test_on_valgrind() && !jp_test_sanitized();
+}
+
+static size_t rss_now(void)
+{
+	char buf[128];
+	ssize_t n;
+	unsigned long size = 0, res = 0;
+	int fd = open("/proc/self/statm", O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lu %lu", &size, &res) != 2)
+		return 0;
+	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void stats(struct jp_alloc_stats *st)
+{
+	CU_ASSERT_EQUAL_FATAL(jp_alloc_stats(st, sizeof *st), 0);
+}
+
+/* ---- basic semantics ------------------------------------------------- */
+
+static const size_t sizes[] = {
+	0, 1, 7, 8, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 80, 100, 127,
+	128, 129, 200, 255, 256, 257, 500, 1000, 1023, 1024, 1025, 2000, 4095,
+	4096, 4097, 8191, 8192, 10000, 30000, 65535, 65536, 65537, 100000,
+	200000, 262143, 262144, 262145, 300000, 1000000, 5000000,
+};
+
+static void test_aligned_16(void)
+{
+	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
+		void *p[8];
+
+		for (int k = 0; k < 8; k++) {
+			p[k] = jp_alloc(sizes[i]);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(p[k]);
+			CU_ASSERT_EQUAL((uintptr_t)p[k] % 16, 0);
+		}
+		for (int k = 0; k < 8; k++)
+			jp_free(p[k]);
+	}
+}
+
+static void test_usable_size_writable(void)
+{
+	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
+		unsigned char *p = jp_alloc(sizes[i]), *q = jp_alloc(sizes[i]);
+		size_t u = jp_usable_size(p);
+
+		CU_ASSERT_FATAL(p != NULL && q != NULL);
+		CU_ASSERT(u >= sizes[i]);
+		memset(p, 0xa5, u);
+		memset(q, 0x5a, jp_usable_size(q));
+		/* Writing all of p did not touch its neighbour. */
+		CU_ASSERT_EQUAL(q[0], 0x5a);
+		CU_ASSERT_EQUAL(p[u - 1 + (u == 0)], u ? 0xa5 : p[0]);
+		jp_free(p);
+		jp_free(q);
+	}
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 31 + seed);
+}
+
+static bool same(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(i * 31 + seed))
+			return false;
+	return true;
+}
+
+static void test_realloc_keeps_contents(void)
+{
+	static const size_t steps[] = {
+		1, 16, 40, 100, 1000, 5000, 70000, 262144, 300000, 2 * MiB,
+		9 * MiB, 30 * MiB, 3 * MiB, 100000, 3000, 50, 10,
+	};
+	unsigned char *p = jp_alloc(1);
+	size_t have = 1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	fill(p, 1, 7);
+	for (size_t i = 0; i < JP_ARRAY_LEN(steps); i++) {
+		size_t n = steps[i], keep = have < n ? have : n;
+		unsigned char *q = jp_realloc(p, n);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+		CU_ASSERT(jp_usable_size(q) >= n);
+		CU_ASSERT(same(q, keep, 7));
+		fill(q, n, 7);
+		p = q;
+		have = n;
+	}
+	jp_free(p);
+}
+
+static void test_realloc_in_place_and_moved(void)
+{
+	unsigned char *p = jp_alloc(100), *q;
+	size_t u = jp_usable_size(p);
+
+	/* Growing within the usable size, and shrinking a little, stay. */
+	fill(p, 100, 3);
+	CU_ASSERT_PTR_EQUAL(jp_realloc(p, u), p);
+	CU_ASSERT_PTR_EQUAL(jp_realloc(p, 90), p);
+	CU_ASSERT(same(p, 90, 3));
+	/* Growing past it moves, with the contents. */
+	q = jp_realloc(p, 10000);
+	CU_ASSERT_PTR_NOT_EQUAL(q, p);
+	CU_ASSERT(same(q, 90, 3));
+	/* Shrinking a lot moves to a smaller class. */
+	p = jp_realloc(q, 20);
+	CU_ASSERT(same(p, 20, 3));
+	CU_ASSERT(jp_usable_size(p) < 10000);
+	jp_free(p);
+	/* A huge block grows in place or by moving its pages (mremap). */
+	p = jp_alloc(8 * MiB);
+	fill(p, 8 * MiB, 9);
+	q = jp_realloc(p, 64 * MiB);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	CU_ASSERT(same(q, 8 * MiB, 9));
+	q = jp_realloc(q, 5 * MiB);
+	CU_ASSERT(same(q, 5 * MiB, 9));
+	CU_ASSERT(jp_usable_size(q) >= 5 * MiB);
+	jp_free(q);
+	/* realloc(NULL) allocates. */
+	p = jp_realloc(NULL, 50);
+	CU_ASSERT_PTR_NOT_NULL(p);
+	jp_free(p);
+}
+
+static void test_calloc_zero_on_reuse(void)
+{
+	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
+		size_t n = sizes[i];
+		unsigned char *p[4], *z;
+		bool zero = true;
+
+		for (int k = 0; k < 4; k++) {
+			p[k] = jp_alloc(n);
+			memset(p[k], 0xff, jp_usable_size(p[k]));
+		}
+		for (int k = 0; k < 4; k++)
+			jp_free(p[k]);
+		/* These reuse the dirty blocks just freed. */
+		for (int k = 0; k < 4; k++) {
+			z = jp_calloc(1, n);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+			for (size_t j = 0; j < n; j++)
+				zero &= z[j] == 0;
+			p[k] = z;
+		}
+		CU_ASSERT(zero);
+		for (int k = 0; k < 4; k++)
+			jp_free(p[k]);
+	}
+	/* calloc(n, m) for n * m of a few classes */
+	for (size_t n = 1; n < 2000; n = n * 3 + 1) {
+		unsigned char *a = jp_calloc(n, 3);
+		bool zero = true;
+
+		for (size_t j = 0; j < n * 3; j++)
+			zero &= a[j] == 0;
+		CU_ASSERT(zero);
+		jp_free(a);
+	}
+}
+
+static void test_overflow_enomem(void)
+{
+	void *p = jp_alloc(10);
+
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_calloc(SIZE_MAX / 2, 3));
+	CU_ASSERT_EQUAL(errno, ENOMEM);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_calloc((size_t)1 << 33, (size_t)1 << 33));
+	CU_ASSERT_EQUAL(errno, ENOMEM);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_reallocarray(p, SIZE_MAX / 4, 8));
+	CU_ASSERT_EQUAL(errno, ENOMEM);
+	/* p is intact after a failed reallocarray */
+	CU_ASSERT(jp_usable_size(p) >= 10);
+	p = jp_reallocarray(p, 10, 10);
+	CU_ASSERT_PTR_NOT_NULL(p);
+	CU_ASSERT(jp_usable_size(p) >= 100);
+	jp_free(p);
+}
+
+static void test_too_large_enomem(void)
+{
+	static const size_t big[] = {
+		SIZE_MAX, SIZE_MAX - 4096, SIZE_MAX / 2, (size_t)1 << 60,
+		(size_t)1 << 50,
+	};
+	void *p = jp_alloc(100);
+
+	for (size_t i = 0; i < JP_ARRAY_LEN(big); i++) {
+		errno = 0;
+		CU_ASSERT_PTR_NULL(jp_alloc(big[i]));
+		CU_ASSERT_EQUAL(errno, ENOMEM);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(jp_realloc(p, big[i]));
+		CU_ASSERT_EQUAL(errno, ENOMEM);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(jp_alloc_aligned(4096, big[i]));
+		CU_ASSERT_EQUAL(errno, ENOMEM);
+		CU_ASSERT_EQUAL(jp_good_size(big[i]), 0);
+	}
+	CU_ASSERT(jp_usable_size(p) >= 100);	/* realloc left it alone */
+	jp_free(p);
+}
+
+static void test_alloc_zero_unique(void)
+{
+	void *p[100];
+
+	for (int i = 0; i < 100; i++) {
+		p[i] = jp_alloc(0);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p[i]);
+		for (int j = 0; j < i; j++)
+			CU_ASSERT_PTR_NOT_EQUAL(p[i], p[j]);
+	}
+	for (int i = 0; i < 100; i++)
+		jp_free(p[i]);
+}
+
+static void test_null(void)
+{
+	jp_free(NULL);
+	jp_free_sized(NULL, 10);
+	CU_ASSERT_EQUAL(jp_usable_size(NULL), 0);
+}
+
+static void test_aligned_every_power(void)
+{
+	static const size_t asizes[] = { 0, 1, 24, 100, 1000, 5000, 70000, 300000, 3 * MiB };
+
+	for (size_t a = 1; a <= 2 * MiB; a *= 2) {
+		for (size_t i = 0; i < JP_ARRAY_LEN(asizes); i++) {
+			size_t n = asizes[i];
+			void *p = jp_alloc_aligned(a, n), *q = NULL;
+
+			CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+			CU_ASSERT_EQUAL((uintptr_t)p % a, 0);
+			CU_ASSERT((uintptr_t)p % 16 == 0);
+			CU_ASSERT(jp_usable_size(p) >= n);
+			memset(p, 1, n);
+			CU_ASSERT_EQUAL(jp_posix_memalign(&q, a, n), 0);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+			CU_ASSERT_EQUAL((uintptr_t)q % a, 0);
+			memset(q, 2, n);
+			jp_free(p);
+			jp_free(q);
+		}
+	}
+	/* Above 2 MiB the alignment holds too. */
+	for (size_t a = 4 * MiB; a <= 16 * MiB; a *= 2) {
+		void *p = jp_alloc_aligned(a, 100);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		CU_ASSERT_EQUAL((uintptr_t)p % a, 0);
+		CU_ASSERT_EQUAL(jp_usable_size(p) >= 100, 1);
+		jp_free(p);
+	}
+}
+
+static void test_aligned_not_power(void)
+{
+	static const size_t bad[] = { 0, 3, 24, 48, 100, 4095, 4097, 3 * MiB };
+	void *q = (void *)&q;
+
+	for (size_t i = 0; i < JP_ARRAY_LEN(bad); i++) {
+		errno = 0;
+		CU_ASSERT_PTR_NULL(jp_alloc_aligned(bad[i], 10));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+		CU_ASSERT_EQUAL(jp_posix_memalign(&q, bad[i], 10), EINVAL);
+		CU_ASSERT_PTR_EQUAL(q, (void *)&q);	/* untouched */
+	}
+}
+
+static void test_good_size_is_usable_size(void)
+{
+	for (size_t n = 0; n < 300000; n += n < 2048 ? 1 : n / 7) {
+		void *p = jp_alloc(n);
+
+		CU_ASSERT_EQUAL_FATAL(jp_good_size(n), jp_usable_size(p));
+		jp_free(p);
+	}
+	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
+		void *p = jp_alloc(sizes[i]);
+
+		CU_ASSERT_EQUAL(jp_good_size(sizes[i]), jp_usable_size(p));
+		CU_ASSERT(jp_good_size(sizes[i]) >= sizes[i]);
+		jp_free(p);
+	}
+}
+
+static void test_free_sized(void)
+{
+	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
+		void *p = jp_alloc(sizes[i]);
+
+		jp_free_sized(p, sizes[i]);
+	}
+}
+
+/* ---- threads --------------------------------------------------------- */
+
+/* Producer thread 2k hands blocks to consumer 2k+1 through a ring. */
+#define RING 1024
+#define JP_ALIGNED __attribute__((aligned(64)))
+struct ring {
+	_Atomic uint64_t head JP_ALIGNED;	/* written by the producer */
+	_Atomic uint64_t tail JP_ALIGNED;	/* written by the consumer */
+	void *slot[RING];
+};
+
+struct xfer {
+	struct ring *rings;
+	_Atomic uint64_t bad;
+};
+
+static void xfer_body(void *ctx, unsigned t, uint64_t i)
+{
+	struct xfer *x = ctx;
+	struct ring *r = &x->rings[t / 2];
+
+	if (t % 2 == 0) {
+		size_t n = 16 + (i * 40503u) % 700;
+		uint64_t *p = jp_alloc(n);
+
+		p[0] = i;
+		p[1] = n;
+		while (atomic_load_explicit(&r->head, memory_order_relaxed) -
+		       atomic_load_explicit(&r->tail, memory_order_acquire) >= RING)
+			sched_yield();
+		r->slot[i % RING] = p;
+		atomic_store_explicit(&r->head, i + 1, memory_order_release);
+	} else {
+		uint64_t *p;
+
+		while (atomic_load_explicit(&r->head, memory_order_acquire) <= i)
+			sched_yield();
+		p = r->slot[i % RING];
+		atomic_store_explicit(&r->tail, i + 1, memory_order_release);
+		if (p[0] != i || jp_usable_size(p) < p[1])
+			atomic_fetch_add(&x->bad, 1);
+		jp_free(p);
+	}
+}
+
+static void test_cross_thread_frees(void)
+{
+	unsigned pairs = 2;
+	uint64_t iters = jp_test_scaled(1000000, 2000);
+	struct xfer x = { 0 };
+	struct jp_alloc_stats before, after;
+
+	x.rings = jp_alloc_aligned(64, pairs * sizeof *x.rings);
+	memset(x.rings, 0, pairs * sizeof *x.rings);
+	jp_thread_flush();
+	stats(&before);
+	CU_ASSERT_EQUAL_FATAL(jp_hammer(2 * pairs, iters, xfer_body, &x), 0);
+	CU_ASSERT_EQUAL(atomic_load(&x.bad), 0);
+	jp_thread_flush();
+	stats(&after);
+	/* Every block came back: the threads' caches went at their exit. */
+	CU_ASSERT_EQUAL(after.in_use, before.in_use);
+	CU_ASSERT(after.frees - before.frees >= pairs * iters);
+	jp_free(x.rings);
+}
+
+static void *churn_thread(void *arg)
+{
+	void *p[16];
+
+	(void)arg;
+	for (int i = 0; i < 16; i++) {
+		p[i] = jp_alloc((size_t)(16 << (i % 10)));
+		memset(p[i], 1, 16);
+	}
+	for (int i = 0; i < 16; i++)
+		jp_free(p[i]);
+	return NULL;
+}
+
+static void churn(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		pthread_t t;
+
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, churn_thread, NULL), 0);
+		pthread_join(t, NULL);
+	}
+}
+
+static void test_thread_churn_rss_flat(void)
+{
+	unsigned n = (unsigned)jp_test_scaled(10000, 100);
+	size_t rss1, rss2;
+	struct jp_alloc_stats st1, st2;
+
+	churn(n / 10);
+	rss1 = rss_now();
+	stats(&st1);
+	churn(n - n / 10);
+	rss2 = rss_now();
+	stats(&st2);
+	/* No heap left behind by the exited threads, no memory kept. */
+	CU_ASSERT_EQUAL(st2.threads, st1.threads);
+	CU_ASSERT_EQUAL(st2.in_use, st1.in_use);
+	CU_ASSERT(st2.mapped <= st1.mapped + 8 * MiB);
+	if (rss_checks())
+		CU_ASSERT(rss2 <= rss1 + 4 * MiB);
+}
+
+static void *exit_with_cache(void *arg)
+{
+	void *p[20];
+
+	for (int i = 0; i < 20; i++)
+		p[i] = jp_alloc(48);
+	for (int i = 0; i < 20; i++)
+		jp_free(p[i]);
+	stats(arg);
+	return NULL;
+}
+
+static void test_thread_exit_returns_cache(void)
+{
+	struct jp_alloc_stats before, during, after;
+	pthread_t t;
+
+	jp_thread_flush();
+	stats(&before);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, exit_with_cache, &during), 0);
+	pthread_join(t, NULL);
+	stats(&after);
+	if (!jp_test_on_valgrind())	/* memcheck: no thread caches */
+		CU_ASSERT(during.cached > before.cached);
+	CU_ASSERT_EQUAL(during.threads, before.threads + 1);
+	CU_ASSERT_EQUAL(after.threads, before.threads);
+	CU_ASSERT_EQUAL(after.cached, before.cached);
+	CU_ASSERT_EQUAL(after.in_use, before.in_use);
+}
+
+static void test_thread_flush(void)
+{
+	struct jp_alloc_stats st;
+	void *p = jp_alloc(200);
+
+	jp_free(p);
+	jp_thread_flush();
+	stats(&st);
+	CU_ASSERT_EQUAL(st.cached, 0);
+}
+
+/* A stress mix: threads allocate blocks of random sizes, keep some,
+ * check their contents, free them. */
+struct mix {
+	void *keep[16][64];
+	_Atomic uint64_t bad;
+};
+
+static void mix_body(void *ctx, unsigned t, uint64_t i)
+{
+	struct mix *m = ctx;
+	unsigned slot = (unsigned)(i * 7919u % 64);
+	unsigned char *old = m->keep[t][slot];
+	uint64_t r = (i + 1) * 6364136223846793005ull + t;
+	size_t n = (r >> 33) % (r % 17 == 0 ? 300000 : 2000);
+
+	if (old != NULL) {
+		size_t on = jp_usable_size(old);
+
+		if (on > 0 && (old[0] != (unsigned char)t || old[on - 1] != (unsigned char)t))
+			atomic_fetch_add(&m->bad, 1);
+		jp_free(old);
+	}
+	old = jp_alloc(n);
+	if (old == NULL) {
+		atomic_fetch_add(&m->bad, 1);
+		return;
+	}
+	memset(old, (int)t, jp_usable_size(old));
+	m->keep[t][slot] = old;
+}
+
+static void test_stress_mixed_sizes(void)
+{
+	struct mix *m = jp_calloc(1, sizeof *m);
+
+	CU_ASSERT_EQUAL_FATAL(jp_hammer(8, jp_test_scaled(20000, 500), mix_body, m), 0);
+	CU_ASSERT_EQUAL(atomic_load(&m->bad), 0);
+	for (int t = 0; t < 16; t++)
+		for (int s = 0; s < 64; s++)
+			jp_free(m->keep[t][s]);
+	jp_free(m);
+}
+
+/* fork() while other threads allocate: the child allocates and exits. */
+static _Atomic int fork_stop;
+
+static void *fork_noise(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fork_stop)) {
+		void *p[32];
+
+		for (int i = 0; i < 32; i++)
+			p[i] = jp_alloc((size_t)(i * 97));
+		for (int i = 0; i < 32; i++)
+			jp_free(p[i]);
+	}
+	return NULL;
+}
+
+static void test_fork_while_allocating(void)
+{
+	pthread_t t[2];
+	int forks = (int)jp_test_scaled(40, 3);
+
+	atomic_store(&fork_stop, 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, fork_noise, NULL), 0);
+	for (int f = 0; f < forks; f++) {
+		int st;
+		pid_t pid = fork();
+
+		CU_ASSERT_FATAL(pid >= 0);
+		if (pid == 0) {
+			void *p[100];
+
+			alarm(20);	/* a deadlock fails the test, not the run */
+			for (int i = 0; i < 100; i++)
+				p[i] = jp_alloc((size_t)(i * 33));
+			for (int i = 0; i < 100; i++)
+				jp_free(p[i]);
+			exit(0);
+		}
+		CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	atomic_store(&fork_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---- helper programs ------------------------------------------------- */
+
+static char helper_path[4096];
+
+static const char *builddir(void)
+{
+	const char *b = getenv("top_builddir");
+
+	return b != NULL ? b : ".";
+}
+
+struct exec_arg {
+	const char *prog;
+	const char *arg1;
+	const char *env[4];	/* NAME=value to set, NULL-terminated */
+};
+
+static void exec_child(void *p)
+{
+	struct exec_arg *e = p;
+
+	for (int i = 0; e->env[i] != NULL; i++)
+		putenv((char *)e->env[i]);
+	execl(e->prog, e->prog, e->arg1, (char *)NULL);
+	fprintf(stderr, "exec %s: %s\n", e->prog, strerror(errno));
+	_exit(126);
+}
+
+static void run_helper(const char *mode, const char *env0, const char *env1,
+		       struct jp_child_result *res)
+{
+	struct exec_arg e = { helper_path, mode, { env0, env1, NULL } };
+
+	snprintf(helper_path, sizeof helper_path, "%s/tests/alloc-helper", builddir());
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(exec_child, &e, res), 0);
+}
+
+static void test_dlopen_by_unlinked_program(void)
+{
+	char prog[4096], lib[4096];
+	struct exec_arg e = { prog, lib, { NULL } };
+	struct jp_child_result res;
+
+	if (jp_test_sanitized()) {
+		/* The sanitizer runtime must come first in an unlinked program. */
+		printf("(skipped under sanitizers) ");
+		return;
+	}
+	snprintf(prog, sizeof prog, "%s/tests/alloc-dlopen", builddir());
+	snprintf(lib, sizeof lib, "%s/lib/.libs/libjpsync.so.1", builddir());
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(exec_child, &e, &res), 0);
+	CU_ASSERT(res.exited && res.status == 0);
+	if (!(res.exited && res.status == 0))
+		printf("\n%s\n", res.err);
+}
+
+/* The pointer the helper printed on its stdout is not captured: compare
+ * the message shape and the abort. */
+static void expect_abort(const struct jp_child_result *res, const char *prefix)
+{
+	CU_ASSERT(res->signaled && res->sig == SIGABRT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res->err, prefix));
+	if (strstr(res->err, prefix) == NULL)
+		printf("\nstderr was: %s\n", res->err);
+}
+
+static void test_check_ok(void)
+{
+	struct jp_child_result res;
+
+	run_helper("check-ok", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
+}
+
+static void test_check_write_after_free(void)
+{
+	struct jp_child_result res;
+
+	if (jp_test_on_valgrind())
+		return;	/* the helper would run without valgrind anyway */
+	run_helper("check-uaf", "JPSYNC_CHECK=1", NULL, &res);
+	expect_abort(&res, "jpsync: write after free of 0x");
+}
+
+static void test_check_overflow(void)
+{
+	struct jp_child_result res;
+
+	run_helper("check-overflow", "JPSYNC_CHECK=1", NULL, &res);
+	expect_abort(&res, "jpsync: overflow past the end of 0x");
+}
+
+static void test_check_double_free(void)
+{
+	struct jp_child_result res;
+
+	run_helper("check-double", "JPSYNC_CHECK=1", NULL, &res);
+	expect_abort(&res, "jpsync: double free of 0x");
+}
+
+static void test_stats_at_exit(void)
+{
+	struct jp_child_result res;
+	char path[256], buf[8192];
+	char env[300];
+	ssize_t n;
+	int fd;
+
+	run_helper("stats", "JPSYNC_STATS=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "jpsync allocator statistics"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "in use"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "mapped"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "hit%"));
+
+	snprintf(path, sizeof path, "%s/test-alloc-stats.%d", P_tmpdir, (int)getpid());
+	snprintf(env, sizeof env, "JPSYNC_STATS=%s", path);
+	unlink(path);
+	run_helper("stats", env, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_PTR_NULL(strstr(res.err, "statistics"));
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	unlink(path);
+	CU_ASSERT_FATAL(n > 0);
+	buf[n] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "jpsync allocator statistics"));
+}
+
+static void test_unknown_variable_warns_once(void)
+{
+	struct jp_child_result res;
+	const char *first;
+
+	run_helper("stats", "JPSYNC_NO_SUCH_KNOB=1", "JPSYNC_CACHE_N=lots", &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	first = strstr(res.err, "JPSYNC_NO_SUCH_KNOB");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+	CU_ASSERT_PTR_NULL(strstr(first + 1, "JPSYNC_NO_SUCH_KNOB"));
+	first = strstr(res.err, "JPSYNC_CACHE_N");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+	CU_ASSERT_PTR_NULL(strstr(first + 1, "JPSYNC_CACHE_N"));
+}
+
+static void test_tuning_variables(void)
+{
+	struct jp_child_result res;
+
+	run_helper("check-ok", "JPSYNC_CACHE_N=1", "JPSYNC_MAG_SIZE=1", &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	run_helper("check-ok", "JPSYNC_CACHE_N=4096", "JPSYNC_MADVISE_MIN=off", &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
+}
+
+/* ---- misuse ------------------------------------------------------------ */
+
+static char expected[128];
+
+static void expect_die(void (*fn)(void *), void *arg, const char *what, const void *ptr)
+{
+	struct jp_child_result res;
+
+	snprintf(expected, sizeof expected, "jpsync: %s of 0x%lx\n", what,
+		 (unsigned long)(uintptr_t)ptr);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(fn, arg, &res), 0);
+	CU_ASSERT(res.signaled && res.sig == SIGABRT);
+	CU_ASSERT_STRING_EQUAL(res.err, expected);
+}
+
+static void do_free(void *p)
+{
+	jp_free(p);
+}
+
+static void do_double_free(void *p)
+{
+	jp_free(p);
+	jp_free(p);
+}
+
+static void do_double_free_flushed(void *p)
+{
+	jp_free(p);
+	jp_thread_flush();	/* now on its span's list, not in the cache */
+	jp_free(p);
+}
+
+static void test_invalid_free_stack(void)
+{
+	char local[64] = { 0 };
+
+	expect_die(do_free, local, "invalid free", local);
+}
+
+static void test_invalid_free_foreign(void)
+{
+	void *p = calloc(1, 100);	/* the C library's, not ours */
+
+	expect_die(do_free, p, "invalid free", p);
+	free(p);
+	expect_die(do_free, (void *)&sizes[3], "invalid free", &sizes[3]);
+}
+
+static void test_invalid_free_offset_and_unaligned(void)
+{
+	char *p = jp_alloc(64), *h = jp_alloc(4 * MiB), *hdr;
+
+	expect_die(do_free, p + 16, "invalid free", p + 16);
+	expect_die(do_free, p + 1, "invalid free", p + 1);
+	/* Into the header of p's segment: no span there. */
+	hdr = (char *)((uintptr_t)p & ~(uintptr_t)(4 * MiB - 1)) + 64;
+	expect_die(do_free, hdr, "invalid free", hdr);
+	expect_die(do_free, h + 4096, "invalid free", h + 4096);
+	expect_die(do_free, h + 1, "invalid free", h + 1);
+	jp_free(p);
+	jp_free(h);
+}
+
+static void test_double_free(void)
+{
+	void *p = jp_alloc(64), *q = jp_alloc(3000);
+
+	expect_die(do_double_free, p, "double free", p);
+	expect_die(do_double_free, q, "double free", q);
+	expect_die(do_double_free_flushed, p, "double free", p);
+	jp_free(p);
+	jp_free(q);
+}
+
+/* ---- memory goes back ---------------------------------------------------- */
+
+/* Allocate total bytes in blocks of n, linked through their first word. */
+static void **chain_alloc(size_t total, size_t n)
+{
+	void **head = NULL;
+
+	for (size_t got = 0; got < total; got += n) {
+		void **p = jp_alloc(n);
+
+		if (p == NULL)
+			break;
+		memset(p, 0x11, n);
+		*p = head;
+		head = p;
+	}
+	return head;
+}
+
+static void chain_free(void **head)
+{
+	while (head != NULL) {
+		void **next = *head;
+
+		jp_free(head);
+		head = next;
+	}
+}
+
+static void test_trim_gives_back(void)
+{
+	size_t total = (size_t)jp_test_scaled(1024, 8) * MiB;
+	size_t base, peak, after, given;
+	void **a, **b;
+
+	jp_alloc_trim();
+	base = rss_now();
+	a = chain_alloc(total / 2, 64);
+	b = chain_alloc(total / 2, 200);
+	peak = rss_now();
+	chain_free(a);
+	chain_free(b);
+	given = jp_alloc_trim();
+	after = rss_now();
+	CU_ASSERT(given > 0 || after < peak / 2);
+	if (rss_checks()) {
+		CU_ASSERT(peak - base >= total * 9 / 10);
+		CU_ASSERT(after < base + (peak - base) / 10);
+		if (total >= 1024 * MiB)
+			CU_ASSERT(after < peak / 10);
+	}
+}
+
+static void test_cross_class_reuse(void)
+{
+	size_t total = (size_t)jp_test_scaled(256, 8) * MiB;
+	size_t base, rss1, rss2, peak;
+	void **a;
+
+	jp_alloc_trim();
+	base = rss_now();
+	a = chain_alloc(total, 32);
+	rss1 = rss_now();
+	chain_free(a);
+	a = chain_alloc(total, 4096);
+	rss2 = rss_now();
+	chain_free(a);
+	peak = rss1 > rss2 ? rss1 : rss2;
+	if (rss_checks())
+		CU_ASSERT(peak - base <= total * 13 / 10 + 4 * MiB);
+	jp_alloc_trim();
+}
+
+static void test_huge_unmapped_on_free(void)
+{
+	size_t n = 64 * MiB;
+	unsigned char vec[16];
+	struct jp_alloc_stats st0, st1, st2;
+	size_t r0, r1, r2;
+	char *p;
+
+	stats(&st0);
+	r0 = rss_now();
+	p = jp_alloc(n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	memset(p, 1, n);
+	r1 = rss_now();
+	stats(&st1);
+	CU_ASSERT_EQUAL(st1.huge_count, st0.huge_count + 1);
+	CU_ASSERT(st1.mapped >= st0.mapped + n);
+	jp_free(p);
+	r2 = rss_now();
+	stats(&st2);
+	CU_ASSERT_EQUAL(st2.huge_count, st0.huge_count);
+	CU_ASSERT_EQUAL(st2.mapped, st0.mapped);
+	/* The pages are gone from the address space (mincore: ENOMEM). */
+	errno = 0;
+	CU_ASSERT_EQUAL(mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, vec), -1);
+	CU_ASSERT_EQUAL(errno, ENOMEM);
+	if (rss_checks()) {
+		CU_ASSERT(r1 >= r0 + n * 9 / 10);
+		CU_ASSERT(r2 <= r0 + MiB);
+	}
+}
+
+/* ---- statistics ---------------------------------------------------------- */
+
+static void test_stats_struct(void)
+{
+	struct jp_alloc_stats st0, st1;
+	unsigned char small[sizeof(struct jp_alloc_stats)];
+	void *p[100];
+
+	CU_ASSERT_EQUAL(jp_alloc_stats(NULL, sizeof st0), EINVAL);
+	CU_ASSERT_EQUAL(jp_alloc_stats(&st0, 8), EINVAL);
+	stats(&st0);
+	CU_ASSERT_EQUAL(st0.size, sizeof st0);
+	CU_ASSERT_EQUAL(st0.version, JP_ALLOC_STATS_VERSION);
+	CU_ASSERT(st0.nclasses > 0 && st0.nclasses <= JP_ALLOC_STATS_CLASSES);
+	for (int i = 0; i < 100; i++)
+		p[i] = jp_alloc(64);
+	stats(&st1);
+	CU_ASSERT(st1.allocs >= st0.allocs + 100);
+	CU_ASSERT(st1.in_use >= st0.in_use + 100 * 64);
+	CU_ASSERT(st1.peak_in_use >= st1.in_use);
+	CU_ASSERT(st1.mapped >= st1.in_use);
+	CU_ASSERT(st1.peak_mapped >= st1.mapped);
+	CU_ASSERT(st1.threads >= 1);
+	for (uint32_t c = 1; c < st1.nclasses; c++)
+		CU_ASSERT(st1.class_size[c] > st1.class_size[c - 1]);
+	for (int i = 0; i < 100; i++)
+		jp_free(p[i]);
+	stats(&st0);
+	CU_ASSERT(st0.frees >= st1.frees + 100);
+	CU_ASSERT_EQUAL(st0.in_use + 100 * 64, st1.in_use);
+	/* An older, shorter struct: only its bytes are written. */
+	memset(small, 0xee, sizeof small);
+	CU_ASSERT_EQUAL(jp_alloc_stats((struct jp_alloc_stats *)small, 40), 0);
+	CU_ASSERT_EQUAL(((struct jp_alloc_stats *)small)->size, 40);
+	CU_ASSERT_EQUAL(small[40], 0xee);
+	CU_ASSERT_EQUAL(small[sizeof small - 1], 0xee);
+	/* A newer, longer one: ours is filled, size says how much. */
+	{
+		unsigned char big[sizeof(struct jp_alloc_stats) + 64];
+
+		CU_ASSERT_EQUAL(jp_alloc_stats((struct jp_alloc_stats *)big, sizeof big), 0);
+		CU_ASSERT_EQUAL(((struct jp_alloc_stats *)big)->size, sizeof st0);
+	}
+}
+
+static void test_stats_print(void)
+{
+	char buf[16384];
+	int fds[2];
+	ssize_t n;
+	void *p = jp_alloc(100);
+
+	jp_free(p);
+	CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+	CU_ASSERT_EQUAL(jp_alloc_stats_print(fds[1]), 0);
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof buf - 1);
+	close(fds[0]);
+	CU_ASSERT_FATAL(n > 0);
+	buf[n] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "in use"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "mapped"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "peak"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "frees"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "rate"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "   112 "));	/* class of 100 */
+	CU_ASSERT_EQUAL(jp_alloc_stats_print(-1), EBADF);
+}
+
+static CU_TestInfo alloc_tests[] = {
+	{ "every block is aligned to 16 bytes", test_aligned_16 },
+	{ "usable size >= n and all of it writable", test_usable_size_writable },
+	{ "realloc keeps contents, small and huge, both ways", test_realloc_keeps_contents },
+	{ "realloc in place and moved", test_realloc_in_place_and_moved },
+	{ "calloc is zero, also on reused blocks", test_calloc_zero_on_reuse },
+	{ "calloc/reallocarray overflow: NULL, ENOMEM", test_overflow_enomem },
+	{ "a request too large: NULL, ENOMEM", test_too_large_enomem },
+	{ "jp_alloc(0) is unique and freeable", test_alloc_zero_unique },
+	{ "free(NULL) does nothing, usable_size(NULL) is 0", test_null },
+	{ "aligned alloc for every power of two 1 B .. 16 MiB", test_aligned_every_power },
+	{ "aligned alloc: not a power of two is EINVAL", test_aligned_not_power },
+	{ "good_size(n) is the usable size of jp_alloc(n)", test_good_size_is_usable_size },
+	{ "free_sized with the allocated size", test_free_sized },
+	{ "stats struct: fields, sizes, errors", test_stats_struct },
+	{ "stats print: the table", test_stats_print },
+	{ NULL, NULL },
+};
+
+static CU_TestInfo thread_tests[] = {
+	{ "cross-thread frees at scale (producers/consumers)", test_cross_thread_frees },
+	{ "thread churn leaves RSS flat", test_thread_churn_rss_flat },
+	{ "a thread that exits returns its cache", test_thread_exit_returns_cache },
+	{ "jp_thread_flush empties the caller's cache", test_thread_flush },
+	{ "stress: mixed sizes from 8 threads", test_stress_mixed_sizes },
+	{ "fork while other threads allocate", test_fork_while_allocating },
+	{ "dlopen by a program not linked with libjpsync", test_dlopen_by_unlinked_program },
+	{ NULL, NULL },
+};
+
+static CU_TestInfo memory_tests[] = {
+	{ "trim after 1 GiB in small blocks: RSS < 10% of peak", test_trim_gives_back },
+	{ "memory freed in one class serves another", test_cross_class_reuse },
+	{ "huge blocks are unmapped on free", test_huge_unmapped_on_free },
+	{ NULL, NULL },
+};
+
+static CU_TestInfo misuse_tests[] = {
+	{ "invalid free: stack address", test_invalid_free_stack },
+	{ "invalid free: the C library's pointer, a static", test_invalid_free_foreign },
+	{ "invalid free: offset, unaligned, past the end", test_invalid_free_offset_and_unaligned },
+	{ "double free (in the cache, and flushed)", test_double_free },
+	{ "JPSYNC_CHECK=1: a correct program runs", test_check_ok },
+	{ "JPSYNC_CHECK=1: write after free", test_check_write_after_free },
+	{ "JPSYNC_CHECK=1: overflow past the end", test_check_overflow },
+	{ "JPSYNC_CHECK=1: double free", test_check_double_free },
+	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
+	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
+	{ "tuning variables at their limits", test_tuning_variables },
+	{ NULL, NULL },
+};
+
+static CU_SuiteInfo suites[] = {
+	{ "alloc", NULL, NULL, NULL, NULL, alloc_tests },
+	{ "alloc-threads", NULL, NULL, NULL, NULL, thread_tests },
+	{ "alloc-memory", NULL, NULL, NULL, NULL, memory_tests },
+	{ "alloc-misuse", NULL, NULL, NULL, NULL, misuse_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return jp_test_run(suites);
+}
