@@ -1,0 +1,240 @@
+/*
+ * preload.c - the LD_PRELOAD module: every malloc-family name of the C
+ * library, forwarded to jp_alloc.
+ *
+ * Installed as $(pkglibdir)/libjpsync-preload.so and put in front of the C
+ * library by jpsync-run(1).  The dynamic loader binds every reference to
+ * malloc, free, ... in the program and in its libraries (the C library's own
+ * internal calls included: since glibc 2.26 they go through the interposable
+ * names) to the definitions here, and ld.so itself switches to them once
+ * libc is relocated.
+ *
+ * The names exported are exactly those of shim/preload.sym; everything else
+ * is hidden.  The bodies are deliberately thin: the allocator already
+ * survives re-entry during its own initialisation (dlsym, the loader and
+ * pthread_key_create may call calloc before it is ready), so the module keeps
+ * no state of its own and has no constructor: nothing here can run before
+ * the first malloc or deadlock in fork().
+ *
+ * Where glibc and the C standard differ from the jp_* contract the module
+ * follows glibc, since the promise is that a program behaves exactly as it
+ * did before:
+ *   - realloc(p, 0) with p != NULL frees p and returns NULL;
+ *   - memalign() and valloc() round a non-power-of-two alignment up, as
+ *     glibc's memalign does, while aligned_alloc() refuses it (EINVAL), as
+ *     C17 and glibc 2.38 do;
+ *   - every page-rounding path (valloc, pvalloc) and every size + alignment
+ *     sum is checked for overflow first and fails with ENOMEM.
+ *
+ * glibc 2.36 exports __libc_malloc, __libc_calloc, __libc_realloc,
+ * __libc_free, __libc_memalign, __libc_valloc, __libc_pvalloc and the compat
+ * symbol cfree@GLIBC_2.2.5 (no default version: only old binaries bind it).
+ * __posix_memalign is exported by no current glibc, but programs written for
+ * old ones (and jemalloc's override list) still name it; defining it costs
+ * nothing.  free_sized and free_aligned_sized (C23) arrive in glibc 2.39.
+ */
+#include "config.h"
+
+#include <jpsync/alloc.h>
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+/* The same body under a second name (cfree, __libc_*). */
+#define SHIM_ALIAS(target) \
+	__attribute__((alias(#target), visibility("default")))
+
+/* Prototypes: the module is compiled with -Wmissing-prototypes, and the C
+ * library's headers do not declare the old and internal names. */
+SHIM_EXPORT void *malloc(size_t size);
+SHIM_EXPORT void free(void *ptr);
+SHIM_EXPORT void *calloc(size_t nmemb, size_t size);
+SHIM_EXPORT void *realloc(void *ptr, size_t size);
+SHIM_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size);
+SHIM_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size);
+SHIM_EXPORT void *aligned_alloc(size_t alignment, size_t size);
+SHIM_EXPORT void *memalign(size_t alignment, size_t size);
+SHIM_EXPORT void *valloc(size_t size);
+SHIM_EXPORT void *pvalloc(size_t size);
+SHIM_EXPORT size_t malloc_usable_size(void *ptr);
+SHIM_EXPORT int malloc_trim(size_t pad);
+SHIM_EXPORT void free_sized(void *ptr, size_t size);
+SHIM_EXPORT void free_aligned_sized(void *ptr, size_t alignment, size_t size);
+SHIM_EXPORT void cfree(void *ptr);
+SHIM_EXPORT void *__libc_malloc(size_t size);
+SHIM_EXPORT void __libc_free(void *ptr);
+SHIM_EXPORT void *__libc_calloc(size_t nmemb, size_t size);
+SHIM_EXPORT void *__libc_realloc(void *ptr, size_t size);
+SHIM_EXPORT void *__libc_memalign(size_t alignment, size_t size);
+SHIM_EXPORT void *__libc_valloc(size_t size);
+SHIM_EXPORT void *__libc_pvalloc(size_t size);
+SHIM_EXPORT int __posix_memalign(void **memptr, size_t alignment, size_t size);
+
+/* The allocator's own alignment: smaller requests need nothing special. */
+#define SHIM_MIN_ALIGN 16
+
+static inline int is_pow2(size_t x)
+{
+	return x != 0 && (x & (x - 1)) == 0;
+}
+
+/* getpagesize() reads the value the loader got from the kernel's auxiliary
+ * vector: no system call and no allocation, safe at any point. */
+static inline size_t page_size(void)
+{
+	return (size_t)getpagesize();
+}
+
+static void *nomem(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+void *malloc(size_t size)
+{
+	return jp_alloc(size);
+}
+
+void free(void *ptr)
+{
+	jp_free(ptr);
+}
+
+void *calloc(size_t nmemb, size_t size)
+{
+	return jp_calloc(nmemb, size);
+}
+
+void *realloc(void *ptr, size_t size)
+{
+	/* glibc frees and returns NULL here (REALLOC_ZERO_BYTES_FREES). */
+	if (size == 0 && ptr != NULL) {
+		jp_free(ptr);
+		return NULL;
+	}
+	return jp_realloc(ptr, size);
+}
+
+void *reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(nmemb, size, &bytes))
+		return nomem();
+	return realloc(ptr, bytes);
+}
+
+/* The one path every over-aligned request takes: alignment is a power of
+ * two; the sum that an aligned allocator may reserve is checked here so that
+ * a size near SIZE_MAX fails with ENOMEM whatever the allocator does. */
+static void *aligned(size_t alignment, size_t size)
+{
+	if (alignment <= SHIM_MIN_ALIGN)
+		return jp_alloc(size);
+	if (size > SIZE_MAX - alignment)
+		return nomem();
+	return jp_alloc_aligned(alignment, size);
+}
+
+int posix_memalign(void **memptr, size_t alignment, size_t size)
+{
+	void *p;
+
+	/* POSIX: a power of two multiple of sizeof(void *), else EINVAL;
+	 * *memptr is left alone on failure, as in glibc. */
+	if (!is_pow2(alignment) || alignment % sizeof(void *) != 0)
+		return EINVAL;
+	int saved = errno;	/* posix_memalign reports, it does not set errno */
+	p = aligned(alignment, size);
+	if (p == NULL) {
+		errno = saved;
+		return ENOMEM;
+	}
+	*memptr = p;
+	return 0;
+}
+
+int __posix_memalign(void **memptr, size_t alignment, size_t size)
+	SHIM_ALIAS(posix_memalign);
+
+void *aligned_alloc(size_t alignment, size_t size)
+{
+	if (!is_pow2(alignment)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(alignment, size);
+}
+
+void *memalign(size_t alignment, size_t size)
+{
+	/* glibc's memalign: an alignment above half the address space is
+	 * EINVAL, any other non-power of two is rounded up. */
+	if (alignment > SIZE_MAX / 2 + 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!is_pow2(alignment) && alignment > SHIM_MIN_ALIGN)
+		alignment = (size_t)1 << (sizeof(size_t) * 8 -
+					  (size_t)__builtin_clzl(alignment));
+	return aligned(alignment, size);
+}
+
+void *valloc(size_t size)
+{
+	return aligned(page_size(), size);
+}
+
+void *pvalloc(size_t size)
+{
+	size_t page = page_size();
+
+	/* Round size up to a whole page; the sum must not wrap (tcmalloc 2.10
+	 * returned a pointer for pvalloc(SIZE_MAX)). */
+	if (size > SIZE_MAX - (page - 1))
+		return nomem();
+	size = (size + page - 1) & ~(page - 1);
+	if (size == 0)
+		size = page;	/* glibc hands out one page for pvalloc(0) */
+	return aligned(page, size);
+}
+
+size_t malloc_usable_size(void *ptr)
+{
+	return ptr == NULL ? 0 : jp_usable_size(ptr);
+}
+
+int malloc_trim(size_t pad)
+{
+	/* glibc keeps pad bytes at the top of the heap; the allocator has no
+	 * single top, and keeping pad bytes of its own caches is its policy. */
+	(void)pad;
+	return jp_alloc_trim() > 0 ? 1 : 0;
+}
+
+void free_sized(void *ptr, size_t size)
+{
+	jp_free_sized(ptr, size);
+}
+
+void free_aligned_sized(void *ptr, size_t alignment, size_t size)
+{
+	/* An over-aligned block may sit in a larger class than size alone
+	 * names, so the size is no hint here: plain free. */
+	(void)alignment;
+	(void)size;
+	jp_free(ptr);
+}
+
+void cfree(void *ptr) SHIM_ALIAS(free);
+void *__libc_malloc(size_t size) SHIM_ALIAS(malloc);
+void __libc_free(void *ptr) SHIM_ALIAS(free);
+void *__libc_calloc(size_t nmemb, size_t size) SHIM_ALIAS(calloc);
+void *__libc_realloc(void *ptr, size_t size) SHIM_ALIAS(realloc);
+void *__libc_memalign(size_t alignment, size_t size) SHIM_ALIAS(memalign);
+void *__libc_valloc(size_t size) SHIM_ALIAS(valloc);
+void *__libc_pvalloc(size_t size) SHIM_ALIAS(pvalloc);
