@@ -43,7 +43,7 @@ _Atomic int jp__alloc_state;
  */
 static bool on_memcheck(void)
 {
-#if defined(HAVE_VALGRIND_HELGRIND_H) && !defined(JP_NO_VALGRIND)
+#ifdef JP_HAVE_MEMCHECK
 	int probe = 0;
 
 	if (!RUNNING_ON_VALGRIND)
@@ -67,6 +67,7 @@ void jp__alloc_init_slow(void)
 		/* Odd: never a block pointer, so a free list link is never
 		 * taken for the key. */
 		jp__ag.key = key | 1;
+		jp__ag.anyvg = JP_ON_VALGRIND();
 		jp__ag.vg = on_memcheck();
 		jp__ag.check = o->check && !jp__ag.vg;
 		jp__ag.nocache = jp__ag.vg || jp__ag.check;
@@ -164,7 +165,7 @@ static void check_free(unsigned char *blk, struct jp_span *s)
 		if (blk[i] != CHECK_CANARY)
 			jp__die_ptr("overflow past the end", p);
 	memset(blk + CHECK_HDR, CHECK_FILL, bs - CHECK_HDR);
-	jp__free_block(heap(), blk, s);
+	jp__free_block(jp__heap_get(), blk, s);
 }
 
 /* ---- allocation ----------------------------------------------------- */
@@ -323,7 +324,7 @@ JP_NOINLINE void jp__free_slow(void *p)
 				jp__die_ptr("double free", p);
 			if (jp__ag.check && ((uintptr_t *)p)[1] == CHECK_MAGIC)
 				jp__die_ptr("invalid free", p);
-			jp__free_block(heap(), p, s);
+			jp__free_block(jp__heap_get(), p, s);
 			return;
 		}
 		cb = check_block(s, a);

@@ -22,7 +22,8 @@
  *            what starts there; it lets free() reject a pointer that is not
  *            ours before dereferencing anything.
  *
- * Lock order: class lock, then segment lock (jp__seg_lock), then heap lock.
+ * Lock order: a class lock (of one arena at a time), then the segment lock
+ * (jp__seg_lock), then the heap lock.
  */
 #ifndef JP_ALLOC_INTERNAL_H
 #define JP_ALLOC_INTERNAL_H
@@ -36,13 +37,19 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#if defined(HAVE_VALGRIND_HELGRIND_H) && !defined(JP_NO_VALGRIND)
+#if defined(HAVE_VALGRIND_MEMCHECK_H) && defined(HAVE_VALGRIND_HELGRIND_H) && \
+	!defined(JP_NO_VALGRIND)
+# define JP_HAVE_MEMCHECK 1
 # include <valgrind/memcheck.h>
-# define JP_VG_MALLOCLIKE(p, n, zeroed) VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed)
-# define JP_VG_FREELIKE(p)	VALGRIND_FREELIKE_BLOCK(p, 0)
-# define JP_VG_RESIZE(p, o, n)	VALGRIND_RESIZEINPLACE_BLOCK(p, o, n, 0)
-# define JP_VG_DEFINED(p, n)	VALGRIND_MAKE_MEM_DEFINED(p, n)
-# define JP_VG_NOACCESS(p, n)	VALGRIND_MAKE_MEM_NOACCESS(p, n)
+/* Each request is a dozen instructions even outside valgrind: only when
+ * memcheck runs (jp__ag.vg, tested once at start). */
+# define JP_VG_ONLY(req)	do { if (jp_unlikely(jp__ag.vg)) { req; } } while (0)
+# define JP_VG_MALLOCLIKE(p, n, zeroed) \
+	JP_VG_ONLY(VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed))
+# define JP_VG_FREELIKE(p)	JP_VG_ONLY(VALGRIND_FREELIKE_BLOCK(p, 0))
+# define JP_VG_RESIZE(p, o, n)	JP_VG_ONLY(VALGRIND_RESIZEINPLACE_BLOCK(p, o, n, 0))
+# define JP_VG_DEFINED(p, n)	JP_VG_ONLY(VALGRIND_MAKE_MEM_DEFINED(p, n))
+# define JP_VG_NOACCESS(p, n)	JP_VG_ONLY(VALGRIND_MAKE_MEM_NOACCESS(p, n))
 #else
 # define JP_VG_MALLOCLIKE(p, n, zeroed) ((void)(p))
 # define JP_VG_FREELIKE(p)	((void)(p))
@@ -76,6 +83,24 @@ enum {
 #define JP_MAX_SMALL	((size_t)256 << 10)	/* the largest class */
 #define JP_LOOKUP_MAX	1024	/* classes of sizes up to this by table */
 
+/* ---- globals, set once at start ---------------------------------- */
+
+struct jp_alloc_globals {
+	uintptr_t key;			/* double-free key */
+	uint8_t nocache;		/* valgrind or check: caches of 0 */
+	uint8_t check;			/* JPSYNC_CHECK */
+	uint8_t vg;			/* running on memcheck */
+	uint8_t anyvg;			/* running on any valgrind tool */
+	uint64_t mag_size;
+	uint64_t cache_n;
+	uint64_t madvise_min;
+	_Atomic uint64_t mapped, peak_mapped, trimmed;
+	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
+	_Atomic uint64_t huge_peak;
+};
+
+extern struct jp_alloc_globals jp__ag;
+
 /* ---- locks: a futex word, 0 free, 1 held, 2 held with sleepers ------ */
 
 struct jp__lock {
@@ -93,7 +118,8 @@ static inline void jp__lock(struct jp__lock *l)
 	if (!atomic_compare_exchange_strong_explicit(&l->word, &z, 1,
 			memory_order_acquire, memory_order_relaxed))
 		jp__lock_slow(l);
-	JP_HB_AFTER(l);
+	if (jp_unlikely(jp__ag.anyvg))
+		JP_HB_AFTER(l);
 	/* relaxed: only read by the holder's own fork handler. */
 	atomic_store_explicit(&l->owner, (uintptr_t)pthread_self(),
 			      memory_order_relaxed);
@@ -102,7 +128,8 @@ static inline void jp__lock(struct jp__lock *l)
 static inline void jp__unlock(struct jp__lock *l)
 {
 	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
-	JP_HB_BEFORE(l);
+	if (jp_unlikely(jp__ag.anyvg))
+		JP_HB_BEFORE(l);
 	/* release: publish what we wrote under the lock. */
 	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)
 		jp__futex_wake(&l->word, 1);
@@ -131,6 +158,7 @@ struct jp_span {
 	uint16_t slice;		/* first slice index */
 	uint16_t nslices;
 	uint8_t in_list;	/* linked in the class's list */
+	uint8_t arena;		/* whose lists it is on */
 };
 
 struct jp_segment {
@@ -157,12 +185,23 @@ struct jp_huge {
 
 /* ---- size classes -------------------------------------------------- */
 
-struct jp_class {
-	struct jp__lock lock;
+struct jp_class {		/* what a class is (set at start) */
 	uint32_t bsize;
 	uint32_t nslices;	/* per span */
 	uint32_t nblocks;	/* per span */
 	uint32_t cache_limit;	/* blocks a thread's bin may hold */
+};
+
+/*
+ * The shared lists of a class, one set per arena.  Threads are spread over
+ * JP_NARENAS arenas when their cache is made, so that threads refilling
+ * and flushing the same class do not all queue on one lock.  A span
+ * belongs to one arena; a block goes back to its span's arena, whichever
+ * thread frees it.
+ */
+#define JP_NARENAS	8
+struct jp_central {
+	struct jp__lock lock;
 	struct jp_span *spans;	/* spans with free blocks (or empty) */
 	uint32_t empty_spans;	/* of them, entirely free */
 	uint64_t used_blocks;	/* blocks out of spans */
@@ -189,6 +228,7 @@ struct jp_heap {
 	struct jp_heap *next, *prev;	/* all heaps (heap lock) */
 	uint8_t live;
 	uint8_t is_empty;		/* the static empty heap */
+	uint8_t arena;			/* where its bins refill and flush */
 };
 
 /*
@@ -212,21 +252,9 @@ struct jp_heap {
 
 /* ---- globals ------------------------------------------------------ */
 
-struct jp_alloc_globals {
-	uintptr_t key;			/* double-free key */
-	uint8_t nocache;		/* valgrind or check: caches of 0 */
-	uint8_t check;			/* JPSYNC_CHECK */
-	uint8_t vg;			/* running on valgrind */
-	uint64_t mag_size;
-	uint64_t cache_n;
-	uint64_t madvise_min;
-	_Atomic uint64_t mapped, peak_mapped, trimmed;
-	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
-	_Atomic uint64_t huge_peak;
-};
 
-extern struct jp_alloc_globals jp__ag;
 extern struct jp_class jp__classes[JP_NCLASSES];
+extern struct jp_central jp__central[JP_NARENAS][JP_NCLASSES];
 extern uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
 extern uint8_t jp__registry[JP_REG_N];
 extern struct jp_span jp__no_span;

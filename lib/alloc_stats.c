@@ -54,13 +54,15 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 	jp__unlock(&jp__heap_lock);
 
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
-		struct jp_class *k = &jp__classes[c];
-
 		st->class_size[c] = jp__class_size(c);
-		jp__lock(&k->lock);
-		in_spans += k->used_blocks * k->bsize;
-		classes_peak += k->peak_used_blocks * k->bsize;
-		jp__unlock(&k->lock);
+		for (unsigned a = 0; a < JP_NARENAS; a++) {
+			struct jp_central *k = &jp__central[a][c];
+
+			jp__lock(&k->lock);
+			in_spans += k->used_blocks * jp__classes[c].bsize;
+			classes_peak += k->peak_used_blocks * jp__classes[c].bsize;
+			jp__unlock(&k->lock);
+		}
 		st->allocs += st->class_allocs[c];
 		st->frees += st->class_frees[c];
 	}

@@ -35,6 +35,9 @@ static uint64_t last_purge_ns;
 static void reg_set(uintptr_t a, uint8_t v)
 {
 	/* relaxed: see jp__reg_get. */
+	/* helgrind and drd do not see atomics; the byte is ordered by the
+	 * hand-off of the block it describes (see jp__reg_get). */
+	JP_BENIGN_RACE(&jp__registry[a >> JP_SEG_SHIFT], 1, "allocator registry");
 	__atomic_store_n(&jp__registry[a >> JP_SEG_SHIFT], v, __ATOMIC_RELAXED);
 }
 
@@ -201,6 +204,10 @@ void jp__span_release(struct jp_span *s)
 				break;
 			}
 		if (spare) {
+			/* Its resident pages: this span's, and the dirty
+			 * ones (the others were purged and counted). */
+			trimmed_add(bytes + (size_t)__builtin_popcountll(seg->dirty_bits) *
+				    JP_SLICE_SIZE);
 			segment_free(seg);
 			jp__unlock(&jp__seg_lock);
 			return;

@@ -29,6 +29,9 @@
 #include <string.h>
 
 struct jp_class jp__classes[JP_NCLASSES];
+struct jp_central jp__central[JP_NARENAS][JP_NCLASSES];
+static unsigned narenas = 1;		/* in use: 4 per CPU, at most 8 */
+static unsigned next_arena;		/* heap lock */
 uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];
 
 /* A thread with no heap yet points here: no block, no room, so both fast
@@ -72,8 +75,8 @@ void jp__tcache_init(void)
 		}
 		span = (size_t)k->nslices * JP_SLICE_SIZE;
 		k->nblocks = (uint32_t)(span / bs);
-		/* A bin holds at most cache_n blocks and 256 KiB. */
-		lim = ((size_t)256 << 10) / bs;
+		/* A bin holds at most cache_n blocks and 128 KiB. */
+		lim = ((size_t)128 << 10) / bs;
 		if (lim > cache_n)
 			lim = cache_n;
 		if (lim < 1)
@@ -83,6 +86,19 @@ void jp__tcache_init(void)
 		k->cache_limit = (uint32_t)lim;
 		(void)mag;
 	}
+	/* The lock words are atomics, which helgrind and drd do not see;
+	 * the locks' happens-before annotations order what they protect. */
+	for (unsigned a = 0; a < JP_NARENAS; a++)
+		for (uint32_t c = 0; c < JP_NCLASSES; c++)
+			JP_BENIGN_RACE(&jp__central[a][c].lock, sizeof(struct jp__lock),
+				       "lock word");
+	narenas = jp__os_cpu_count() * 4;
+	if (narenas < 1)
+		narenas = 1;
+	if (narenas > JP_NARENAS)
+		narenas = JP_NARENAS;
+	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
+	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
 	for (size_t i = 0; i <= JP_LOOKUP_MAX / 16; i++)
 		jp__class_lookup[i] = (uint16_t)(jp__size_class(i * 16) *
 						 sizeof(struct jp_bin));
@@ -97,7 +113,7 @@ static uint32_t batch_of(const struct jp_class *k)
 	return b < 1 ? 1 : (uint32_t)b;
 }
 
-static void span_link(struct jp_class *k, struct jp_span *s)
+static void span_link(struct jp_central *k, struct jp_span *s)
 {
 	s->prev = NULL;
 	s->next = k->spans;
@@ -107,7 +123,7 @@ static void span_link(struct jp_class *k, struct jp_span *s)
 	s->in_list = 1;
 }
 
-static void span_unlink(struct jp_class *k, struct jp_span *s)
+static void span_unlink(struct jp_central *k, struct jp_span *s)
 {
 	if (s->prev != NULL)
 		s->prev->next = s->next;
@@ -118,22 +134,24 @@ static void span_unlink(struct jp_class *k, struct jp_span *s)
 	s->in_list = 0;
 }
 
-static struct jp_span *span_new(struct jp_class *k, uint32_t cls)
+static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t cls)
 {
-	struct jp_span *s = jp__span_alloc(k->nslices);
+	const struct jp_class *kc = &jp__classes[cls];
+	struct jp_span *s = jp__span_alloc(kc->nslices);
 
 	if (s == NULL)
 		return NULL;
+	s->arena = (uint8_t)arena;
 	s->cls = cls;
-	s->bsize = k->bsize;
-	s->nblocks = k->nblocks;
+	s->bsize = kc->bsize;
+	s->nblocks = kc->nblocks;
 	s->bump = jp__span_start(s);
-	s->bump_end = jp__span_start(s) + (uintptr_t)k->nblocks * k->bsize;
+	s->bump_end = jp__span_start(s) + (uintptr_t)kc->nblocks * kc->bsize;
 	s->free = NULL;
 	s->used = 0;
 	s->binoff = cls * (uint32_t)sizeof(struct jp_bin);
-	s->divc = UINT64_MAX / k->bsize + 2;
-	s->limit = (uint64_t)k->nblocks * (s->divc * k->bsize);
+	s->divc = UINT64_MAX / kc->bsize + 2;
+	s->limit = (uint64_t)kc->nblocks * (s->divc * kc->bsize);
 	k->nspans++;
 	k->empty_spans++;
 	span_link(k, s);
@@ -142,11 +160,13 @@ static struct jp_span *span_new(struct jp_class *k, uint32_t cls)
 
 /*
  * Take up to want blocks of class cls from its spans, linked through word 0
- * (the last one's link is garbage); returns the count, 0 when out of memory.
+ * (the last one, *last, has a garbage link); returns the count, 0 when
+ * out of memory.
  */
-static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
+static uint32_t class_take(unsigned arena, uint32_t cls, uint32_t want,
+			   void **out, void **last)
 {
-	struct jp_class *k = &jp__classes[cls];
+	struct jp_central *k = &jp__central[arena][cls];
 	void *head = NULL, **tail = &head;
 	uint32_t got = 0;
 
@@ -155,7 +175,7 @@ static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
 		struct jp_span *s = k->spans;
 		void *b;
 
-		if (s == NULL && (s = span_new(k, cls)) == NULL)
+		if (s == NULL && (s = span_new(k, arena, cls)) == NULL)
 			break;
 		if (s->used == 0)
 			k->empty_spans--;
@@ -189,24 +209,40 @@ static uint32_t class_take(uint32_t cls, uint32_t want, void **out)
 		k->peak_used_blocks = k->used_blocks;
 	jp__unlock(&k->lock);
 	*out = head;
+	*last = (void *)tail;
 	return got;
 }
 
-/* Return n blocks of class cls, linked through word 0, to their spans. */
+/*
+ * Return n blocks of class cls, linked through word 0, to their spans,
+ * under the lock of each span's arena (taken once per run of blocks of
+ * the same arena: a thread's own blocks, or a run of another's).
+ */
 static void class_put_chain(uint32_t cls, void *head, size_t n)
 {
-	struct jp_class *k = &jp__classes[cls];
+	struct jp_central *k = NULL;
+	unsigned cur = JP_NARENAS;
+	uint64_t moved = 0;
 
-	jp__lock(&k->lock);
 	for (size_t i = 0; i < n; i++) {
 		void *b = head;
 		struct jp_span *s = jp__span_of((uintptr_t)b);
 
 		head = *(void **)b;
+		if (s->arena != cur) {
+			if (k != NULL) {
+				k->used_blocks -= moved;
+				jp__unlock(&k->lock);
+			}
+			cur = s->arena;
+			k = &jp__central[cur][cls];
+			moved = 0;
+			jp__lock(&k->lock);
+		}
 		*(void **)b = s->free;
 		s->free = b;
-		if (jp__ag.vg)
-			JP_VG_FREELIKE(b);
+		JP_VG_FREELIKE(b);
+		moved++;
 		if (!s->in_list)
 			span_link(k, s);
 		if (--s->used == 0) {
@@ -220,8 +256,10 @@ static void class_put_chain(uint32_t cls, void *head, size_t n)
 				k->empty_spans++;
 		}
 	}
-	k->used_blocks -= n;
-	jp__unlock(&k->lock);
+	if (k != NULL) {
+		k->used_blocks -= moved;
+		jp__unlock(&k->lock);
+	}
 }
 
 /* ---- heaps ------------------------------------------------------------ */
@@ -296,6 +334,7 @@ struct jp_heap *jp__heap_get(void)
 	for (uint32_t c = 0; c < JP_NCLASSES; c++)
 		h->bins[c].cn = jp__classes[c].cache_limit;
 	h->live = 1;
+	h->arena = (uint8_t)(next_arena++ % narenas);
 	h->next = jp__heaps;
 	h->prev = NULL;
 	if (jp__heaps != NULL)
@@ -377,7 +416,7 @@ static void heap_destroy(void *arg)
 void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 {
 	struct jp_bin *b = &h->bins[cls];
-	void *blk = b->head, *chain;
+	void *blk = b->head, *chain, *tail;
 	uint32_t got;
 
 	if (blk != NULL) {
@@ -386,19 +425,15 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		((void **)blk)[1] = NULL;
 		return blk;
 	}
-	got = class_take(cls, batch_of(&jp__classes[cls]), &chain);
+	got = class_take(h->arena, cls, batch_of(&jp__classes[cls]), &chain, &tail);
 	if (got == 0) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	blk = chain;
 	if (got > 1) {
-		void **last = (void **)*(void **)blk;
-
-		b->head = last;
-		for (uint32_t i = 2; i < got; i++)
-			last = (void **)*last;
-		*last = NULL;
+		b->head = *(void **)blk;
+		*(void **)tail = NULL;
 		JP_CNT_ADD(b->cn, -(uint64_t)(got - 1));
 	}
 	JP_CNT_ADD(b->nrefill, got);
@@ -416,22 +451,31 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	return blk;
 }
 
-/* Free a valid small block p of span s into heap h (the key is checked). */
+/* Free a valid small block p of span s into heap h (the key is checked;
+ * h may be NULL when no heap could be made). */
 void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 {
 	uint32_t cls = s->cls;
-	struct jp_bin *b = &h->bins[cls];
+	struct jp_bin *b;
 	const struct jp_class *k = &jp__classes[cls];
 
 	((uintptr_t *)p)[1] = jp__ag.key;
+	if (h == NULL) {
+		/* No heap for this thread (out of memory): straight back. */
+		class_put_chain(cls, p, 1);
+		return;
+	}
+	b = &h->bins[cls];
 	if (k->cache_limit == 0) {
 		/* No cache (valgrind, JPSYNC_CHECK): straight back. */
 		JP_CNT_ADD(h->nflush[cls], 1);
 		class_put_chain(cls, p, 1);
 		return;
 	}
+	/* Full: all of it goes back (its length is known, so no walk to a
+	 * cut); the next JPSYNC_MAG_SIZE allocations refill it first. */
 	if (JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) == 0)
-		bin_flush(h, cls, k->cache_limit - batch_of(k));
+		bin_flush(h, cls, 0);
 	*(void **)p = b->head;
 	b->head = p;
 	JP_CNT_ADD(b->cn, -(uint64_t)1);
@@ -440,13 +484,13 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 /* Is p on the free list of bin, or of its span?  (double-free check) */
 bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s)
 {
-	struct jp_class *k = &jp__classes[s->cls];
+	struct jp_central *k = &jp__central[s->arena][s->cls];
 	bool found = false;
 	uint64_t n = 0;
 
 	if (!h->is_empty) {
 		struct jp_bin *b = &h->bins[s->cls];
-		uint64_t count = k->cache_limit - JP_CN_CREDIT(b->cn);
+		uint64_t count = jp__classes[s->cls].cache_limit - JP_CN_CREDIT(b->cn);
 
 		for (void *q = b->head; q != NULL && n < count; q = *(void **)q, n++)
 			if (q == p)
@@ -475,8 +519,8 @@ size_t jp__classes_trim(void)
 {
 	size_t total = 0;
 
-	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
-		struct jp_class *k = &jp__classes[c];
+	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++) {
+		struct jp_central *k = &jp__central[i / JP_NCLASSES][i % JP_NCLASSES];
 		struct jp_span *s, *next;
 
 		jp__lock(&k->lock);
@@ -503,7 +547,8 @@ size_t jp__classes_trim(void)
  * the allocator) is left alone: waiting for it would deadlock, and the
  * interrupted code finishes its work in both processes after the handler.
  */
-static uint64_t held_by_us[(JP_NCLASSES + 2 + 63) / 64];
+#define NLOCKS (JP_NARENAS * JP_NCLASSES + 2)
+static uint64_t held_by_us[(NLOCKS + 63) / 64];
 
 static void lock_for_fork(struct jp__lock *l, unsigned i)
 {
@@ -525,26 +570,26 @@ static void unlock_after_fork(struct jp__lock *l, unsigned i)
 void jp__atfork_prepare(void)
 {
 	memset(held_by_us, 0, sizeof held_by_us);
-	for (unsigned c = 0; c < JP_NCLASSES; c++)
-		lock_for_fork(&jp__classes[c].lock, c);
-	lock_for_fork(&jp__seg_lock, JP_NCLASSES);
-	lock_for_fork(&jp__heap_lock, JP_NCLASSES + 1);
+	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++)
+		lock_for_fork(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock, i);
+	lock_for_fork(&jp__seg_lock, NLOCKS - 2);
+	lock_for_fork(&jp__heap_lock, NLOCKS - 1);
 }
 
 void jp__atfork_parent(void)
 {
-	unlock_after_fork(&jp__heap_lock, JP_NCLASSES + 1);
-	unlock_after_fork(&jp__seg_lock, JP_NCLASSES);
-	for (unsigned c = JP_NCLASSES; c-- > 0;)
-		unlock_after_fork(&jp__classes[c].lock, c);
+	unlock_after_fork(&jp__heap_lock, NLOCKS - 1);
+	unlock_after_fork(&jp__seg_lock, NLOCKS - 2);
+	for (unsigned i = JP_NARENAS * JP_NCLASSES; i-- > 0;)
+		unlock_after_fork(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock, i);
 }
 
 void jp__atfork_child(void)
 {
 	/* Only this thread exists now; every lock is free again (a lock the
 	 * interrupted code of this thread held is released by it). */
-	unlock_after_fork(&jp__heap_lock, JP_NCLASSES + 1);
-	unlock_after_fork(&jp__seg_lock, JP_NCLASSES);
-	for (unsigned c = JP_NCLASSES; c-- > 0;)
-		unlock_after_fork(&jp__classes[c].lock, c);
+	unlock_after_fork(&jp__heap_lock, NLOCKS - 1);
+	unlock_after_fork(&jp__seg_lock, NLOCKS - 2);
+	for (unsigned i = JP_NARENAS * JP_NCLASSES; i-- > 0;)
+		unlock_after_fork(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock, i);
 }

@@ -7,8 +7,13 @@ set -u
 helper="$top_builddir/tests/alloc-helper"
 command -v valgrind >/dev/null 2>&1 || { echo "valgrind not found: skip"; exit 77; }
 case "${SANITIZERS:-}" in ?*) echo "sanitizer build: skip"; exit 77;; esac
-# Already under valgrind (make check-valgrind): nothing to add.
+# Under make check-valgrind (VALGRIND set), or already under valgrind: the
+# plain make check runs this once; nothing to add.
+if [ -n "${VALGRIND:-}" ]; then echo "SKIP: run by make check"; exit 77; fi
 case "${LD_PRELOAD:-}" in *vgpreload*) exit 77;; esac
+if ! grep -q '^#define HAVE_VALGRIND_MEMCHECK_H 1' "$top_builddir/config.h" 2>/dev/null; then
+	echo "built without <valgrind/memcheck.h>: skip"; exit 77
+fi
 vg="valgrind --tool=memcheck --leak-check=full --error-exitcode=9"
 tmp=${TMPDIR:-/tmp}/check-alloc-vg.$$
 trap 'rm -f "$tmp"' EXIT

@@ -32,6 +32,15 @@ static bool rss_checks(void)
 	return !jp_test_on_valgrind() && !jp_test_sanitized();
 }
 
+/* Bytes for a memory test: scaled, and smaller again where RSS is not
+ * asserted (valgrind, sanitizers: slow, and their shadow distorts RSS). */
+static size_t mem_size(size_t mib)
+{
+	size_t n = (size_t)jp_test_scaled(mib, 8) * MiB;
+
+	return rss_checks() ? n : n / 4;
+}
+
 static size_t rss_now(void)
 {
 	char buf[128];
@@ -350,12 +359,12 @@ static void test_free_sized(void)
 
 /* ---- threads --------------------------------------------------------- */
 
-/* Producer thread 2k hands blocks to consumer 2k+1 through a ring. */
+/* Producer thread 2k hands blocks to consumer 2k+1 through a ring (a
+ * mutex, so that helgrind and drd see the hand-off too). */
 #define RING 1024
-#define JP_ALIGNED __attribute__((aligned(64)))
 struct ring {
-	_Atomic uint64_t head JP_ALIGNED;	/* written by the producer */
-	_Atomic uint64_t tail JP_ALIGNED;	/* written by the consumer */
+	pthread_mutex_t lock;
+	uint64_t head, tail;
 	void *slot[RING];
 };
 
@@ -375,18 +384,29 @@ static void xfer_body(void *ctx, unsigned t, uint64_t i)
 
 		p[0] = i;
 		p[1] = n;
-		while (atomic_load_explicit(&r->head, memory_order_relaxed) -
-		       atomic_load_explicit(&r->tail, memory_order_acquire) >= RING)
+		for (;;) {
+			pthread_mutex_lock(&r->lock);
+			if (r->head - r->tail < RING)
+				break;
+			pthread_mutex_unlock(&r->lock);
 			sched_yield();
+		}
 		r->slot[i % RING] = p;
-		atomic_store_explicit(&r->head, i + 1, memory_order_release);
+		r->head = i + 1;
+		pthread_mutex_unlock(&r->lock);
 	} else {
 		uint64_t *p;
 
-		while (atomic_load_explicit(&r->head, memory_order_acquire) <= i)
+		for (;;) {
+			pthread_mutex_lock(&r->lock);
+			if (r->head > i)
+				break;
+			pthread_mutex_unlock(&r->lock);
 			sched_yield();
+		}
 		p = r->slot[i % RING];
-		atomic_store_explicit(&r->tail, i + 1, memory_order_release);
+		r->tail = i + 1;
+		pthread_mutex_unlock(&r->lock);
 		if (p[0] != i || jp_usable_size(p) < p[1])
 			atomic_fetch_add(&x->bad, 1);
 		jp_free(p);
@@ -400,8 +420,9 @@ static void test_cross_thread_frees(void)
 	struct xfer x = { 0 };
 	struct jp_alloc_stats before, after;
 
-	x.rings = jp_alloc_aligned(64, pairs * sizeof *x.rings);
-	memset(x.rings, 0, pairs * sizeof *x.rings);
+	x.rings = jp_calloc(pairs, sizeof *x.rings);
+	for (unsigned i = 0; i < pairs; i++)
+		pthread_mutex_init(&x.rings[i].lock, NULL);
 	jp_thread_flush();
 	stats(&before);
 	CU_ASSERT_EQUAL_FATAL(jp_hammer(2 * pairs, iters, xfer_body, &x), 0);
@@ -411,6 +432,8 @@ static void test_cross_thread_frees(void)
 	/* Every block came back: the threads' caches went at their exit. */
 	CU_ASSERT_EQUAL(after.in_use, before.in_use);
 	CU_ASSERT(after.frees - before.frees >= pairs * iters);
+	for (unsigned i = 0; i < pairs; i++)
+		pthread_mutex_destroy(&x.rings[i].lock);
 	jp_free(x.rings);
 }
 
@@ -440,7 +463,7 @@ static void churn(unsigned n)
 
 static void test_thread_churn_rss_flat(void)
 {
-	unsigned n = (unsigned)jp_test_scaled(10000, 100);
+	unsigned n = (unsigned)jp_test_scaled(jp_test_on_valgrind() ? 2000 : 10000, 100);
 	size_t rss1, rss2;
 	struct jp_alloc_stats st1, st2;
 
@@ -466,7 +489,9 @@ static void *exit_with_cache(void *arg)
 		p[i] = jp_alloc(48);
 	for (int i = 0; i < 20; i++)
 		jp_free(p[i]);
-	stats(arg);
+	/* No CUnit assertion in a thread: CUnit is not thread-safe. */
+	if (jp_alloc_stats(arg, sizeof(struct jp_alloc_stats)) != 0)
+		memset(arg, 0, sizeof(struct jp_alloc_stats));
 	return NULL;
 }
 
@@ -544,17 +569,20 @@ static void test_stress_mixed_sizes(void)
 
 /* fork() while other threads allocate: the child allocates and exits. */
 static _Atomic int fork_stop;
+/* Global, not on the stacks: in the child, whose copies of these threads
+ * do not run, memcheck must still see the blocks as reachable. */
+static void *fork_blocks[2][32];
 
 static void *fork_noise(void *arg)
 {
-	(void)arg;
 	while (!atomic_load(&fork_stop)) {
-		void *p[32];
+		void **p = fork_blocks[(uintptr_t)arg];
 
 		for (int i = 0; i < 32; i++)
 			p[i] = jp_alloc((size_t)(i * 97));
 		for (int i = 0; i < 32; i++)
 			jp_free(p[i]);
+		sched_yield();	/* noise, not a hog of the 2 CPUs */
 	}
 	return NULL;
 }
@@ -566,7 +594,8 @@ static void test_fork_while_allocating(void)
 
 	atomic_store(&fork_stop, 0);
 	for (int i = 0; i < 2; i++)
-		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, fork_noise, NULL), 0);
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, fork_noise,
+						     (void *)(uintptr_t)i), 0);
 	for (int f = 0; f < forks; f++) {
 		int st;
 		pid_t pid = fork();
@@ -814,7 +843,16 @@ static void test_invalid_free_offset_and_unaligned(void)
 
 static void test_double_free(void)
 {
-	void *p = jp_alloc(64), *q = jp_alloc(3000);
+	void *p, *q;
+
+	if (jp_test_on_valgrind()) {
+		/* Reading the freed block is what memcheck reports (it
+		 * catches the double free itself); not a clean run. */
+		printf("(skipped under valgrind) ");
+		return;
+	}
+	p = jp_alloc(64);
+	q = jp_alloc(3000);
 
 	expect_die(do_double_free, p, "double free", p);
 	expect_die(do_double_free, q, "double free", q);
@@ -854,20 +892,24 @@ static void chain_free(void **head)
 
 static void test_trim_gives_back(void)
 {
-	size_t total = (size_t)jp_test_scaled(1024, 8) * MiB;
-	size_t base, peak, after, given;
+	size_t total = mem_size(1024);
+	size_t base, peak, after;
+	struct jp_alloc_stats st0, st1;
 	void **a, **b;
 
 	jp_alloc_trim();
+	stats(&st0);
 	base = rss_now();
 	a = chain_alloc(total / 2, 64);
 	b = chain_alloc(total / 2, 200);
 	peak = rss_now();
 	chain_free(a);
 	chain_free(b);
-	given = jp_alloc_trim();
+	jp_alloc_trim();
 	after = rss_now();
-	CU_ASSERT(given > 0 || after < peak / 2);
+	stats(&st1);
+	/* Given back: by madvise over time or by the trim. */
+	CU_ASSERT(st1.trimmed - st0.trimmed >= total / 2);
 	if (rss_checks()) {
 		CU_ASSERT(peak - base >= total * 9 / 10);
 		CU_ASSERT(after < base + (peak - base) / 10);
@@ -878,7 +920,7 @@ static void test_trim_gives_back(void)
 
 static void test_cross_class_reuse(void)
 {
-	size_t total = (size_t)jp_test_scaled(256, 8) * MiB;
+	size_t total = mem_size(256);
 	size_t base, rss1, rss2, peak;
 	void **a;
 
@@ -898,7 +940,7 @@ static void test_cross_class_reuse(void)
 
 static void test_huge_unmapped_on_free(void)
 {
-	size_t n = 64 * MiB;
+	size_t n = rss_checks() ? 64 * MiB : 16 * MiB;
 	unsigned char vec[16];
 	struct jp_alloc_stats st0, st1, st2;
 	size_t r0, r1, r2;
