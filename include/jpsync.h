@@ -14,8 +14,13 @@
 #include <jpsync/alloc.h>
 
 /* synchronisation */
+#include <jpsync/mutex.h>
+#include <jpsync/wait.h>
 
 /* data flow */
+#include <jpsync/queue.h>
+#include <jpsync/pool.h>
+#include <jpsync/epoch.h>
 
 
 #endif /* JPSYNC_H */

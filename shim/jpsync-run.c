@@ -192,6 +192,22 @@ static void set_size_option(enum var v, const char *opt, const char *arg,
 	var_value[v] = xstrdup(arg);
 }
 
+static void set_flag(enum var v)
+{
+	free(var_value[v]);
+	var_value[v] = xstrdup("1");
+}
+
+/* Everything main allocated (so that a leak checker sees no leak when
+ * jpsync-run returns instead of executing the program). */
+static void release(char *module, char *preload)
+{
+	for (int v = 0; v < V_COUNT; v++)
+		free(var_value[v]);
+	free(module);
+	free(preload);
+}
+
 static void set_stats(const char *arg)
 {
 	char *value;
@@ -239,26 +255,25 @@ static void strip_last(char *dir)
 }
 
 /*
- * Where the module is; *build_tree says whether it is the uninstalled one.
- * Returns a malloc'ed path, or NULL with the places tried in tried[].
+ * Where the module is: a malloc'ed path, or NULL with the places tried in
+ * tried[].  The uninstalled module needs nothing more: libtool links it with
+ * a run path to the uninstalled libjpsync.so.1 (lib/.libs), and relinks it
+ * without one when it is installed.
  */
-static char *find_module(bool *build_tree, char *tried, size_t tried_cap)
+static char *find_module(char *tried, size_t tried_cap)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	char *path;
 
 	tried[0] = '\0';
-	*build_tree = false;
 	if (n > 0) {
 		exe[n] = '\0';
 		strip_last(exe);	/* the directory jpsync-run runs from */
 
 		path = xconcat(exe, "/.libs/", MODULE_NAME);
-		if (is_file(path)) {
-			*build_tree = true;
+		if (is_file(path))
 			return path;
-		}
 		snprintf(tried + strlen(tried), tried_cap - strlen(tried), "%s", path);
 		free(path);
 
@@ -309,7 +324,7 @@ static void print_env(const char *preload)
 
 int main(int argc, char **argv)
 {
-	bool print_only = false, build_tree;
+	bool print_only = false;
 	char tried[3 * PATH_MAX + 16];
 	int c;
 
@@ -332,16 +347,16 @@ int main(int argc, char **argv)
 					"or off is expected");
 			break;
 		case OPT_CHECK:
-			var_value[V_CHECK] = "1";
+			set_flag(V_CHECK);
 			break;
 		case OPT_STATS:
 			set_stats(optarg);
 			break;
 		case OPT_VERBOSE:
-			var_value[V_VERBOSE] = "1";
+			set_flag(V_VERBOSE);
 			break;
 		case OPT_LOCKDEP:
-			var_value[V_LOCKDEP] = "1";
+			set_flag(V_LOCKDEP);
 			break;
 		case OPT_PRINT_ENV:
 			print_only = true;
@@ -372,7 +387,10 @@ int main(int argc, char **argv)
 	if (!print_only && optind >= argc)
 		usage_error("missing PROGRAM to run");
 
-	char *module = find_module(&build_tree, tried, sizeof tried);
+	/* static: still reachable for a leak checker when die() exits */
+	static char *module, *preload;
+
+	module = find_module(tried, sizeof tried);
 	if (module == NULL)
 		die(EXIT_INTERNAL, "cannot find the preload module %s (looked for %s)",
 		    MODULE_NAME, tried);
@@ -380,11 +398,11 @@ int main(int argc, char **argv)
 	if (strpbrk(module, ": \t") != NULL)
 		die(EXIT_INTERNAL, "the module's path '%s' contains a space or a colon, "
 		    "which LD_PRELOAD cannot carry", module);
-	(void)build_tree;
-	char *preload = preload_value(module);
+	preload = preload_value(module);
 
 	if (print_only) {
 		print_env(preload);
+		release(module, preload);
 		return 0;
 	}
 
@@ -397,5 +415,6 @@ int main(int argc, char **argv)
 	execvp(argv[optind], &argv[optind]);
 	int err = errno;
 	fprintf(stderr, "%s: '%s': %s\n", me, argv[optind], strerror(err));
+	release(module, preload);
 	return err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
 }

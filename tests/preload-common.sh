@@ -7,6 +7,7 @@
 # LD_PRELOAD).  Also when timeout(1) is missing: every run here has one, so
 # that a deadlock fails the test instead of hanging it.
 : "${top_srcdir:=.}" "${top_builddir:=.}"
+top_builddir=$(cd "$top_builddir" && pwd)
 run="$top_builddir/shim/jpsync-run"
 module="$top_builddir/shim/.libs/libjpsync-preload.so"
 

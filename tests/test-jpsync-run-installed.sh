@@ -1,0 +1,59 @@
+#!/bin/sh
+# jpsync-run from an installed tree: `make install DESTDIR=...`, then the
+# installed jpsync-run finds the installed module (under the same root as
+# itself: the DESTDIR copy, not the build tree), the module is linked to
+# libjpsync.so.1 without a path into the build tree, and a program runs on
+# it.  The DESTDIR tree is not at its configured prefix, so the run points
+# LD_LIBRARY_PATH at its libdir, as for any staged library.
+set -u
+. "${top_srcdir:-.}/tests/preload-common.sh"
+if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi
+: "${READELF:=readelf}"
+make_tmp
+dest="$tmp/dest"
+make -s -C "$top_builddir" install DESTDIR="$dest" > "$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; fail "make install DESTDIR=$dest"; }
+libdir="$dest$(pkg-config --variable=libdir "$top_builddir/jpsync.pc")"
+inst_run=$(find "$dest" -path '*/bin/jpsync-run' -type f | head -n 1)
+inst_module=$(find "$dest" -name libjpsync-preload.so -type f | head -n 1)
+[ -n "$inst_run" ] && [ -x "$inst_run" ] || fail "jpsync-run not installed in a bin directory"
+[ -n "$inst_module" ] || fail "libjpsync-preload.so not installed"
+case $inst_module in
+  "$libdir"/jpsync/libjpsync-preload.so) ;;
+  *) fail "module installed as $inst_module, expected under $libdir/jpsync" ;;
+esac
+page=$(find "$dest" -path '*/man1/jpsync-run.1' | head -n 1)
+[ -n "$page" ] || fail "jpsync-run.1 not installed"
+echo "ok: installed $inst_run, $inst_module, $page"
+
+# The installed module: linked to libjpsync.so.1, no build-tree path.
+$READELF -d "$inst_module" | grep -q 'NEEDED.*\[libjpsync\.so\.1\]' ||
+  fail "installed module does not need libjpsync.so.1"
+if $READELF -d "$inst_module" | grep -E 'RPATH|RUNPATH' | grep -q "$top_builddir"; then
+  fail "installed module has a run path into the build tree"
+fi
+# It exports the malloc family and nothing of the library.
+$READELF --dyn-syms -W "$inst_module" | awk '$7 != "UND" && $5 == "GLOBAL" {print $8}' > "$tmp/syms"
+for s in malloc free calloc realloc posix_memalign aligned_alloc malloc_usable_size \
+         __libc_malloc cfree pvalloc; do
+  grep -qx "$s" "$tmp/syms" || fail "installed module does not export $s"
+done
+if grep -q '^jp_' "$tmp/syms"; then fail "installed module exports jp_ names"; fi
+
+# The installed jpsync-run picks the installed module.
+got=$(env -u LD_PRELOAD "$inst_run" --print-env | sed -n 's/^LD_PRELOAD=//p')
+[ "$got" = "$inst_module" ] || fail "installed jpsync-run --print-env gives LD_PRELOAD=$got, expected $inst_module"
+"$inst_run" --version | grep -q '^jpsync-run (libjpsync) ' || fail "installed --version"
+echo "ok: the installed jpsync-run uses the installed module"
+
+if sanitized; then
+  echo "SKIP (rest): sanitizer build, programs cannot run under the module"; exit 0
+fi
+command -v timeout >/dev/null 2>&1 || { echo "SKIP (rest): no timeout(1)"; exit 0; }
+LD_LIBRARY_PATH="$libdir" timeout -k 5 60 "$inst_run" --stats="$tmp/stats.txt" cat /proc/self/maps \
+  > "$tmp/maps" 2> "$tmp/err" || { cat "$tmp/err"; fail "cat under the installed jpsync-run"; }
+grep -q "$inst_module" "$tmp/maps" || fail "the installed module is not mapped"
+grep -q "$libdir/libjpsync.so.1" "$tmp/maps" || fail "the installed libjpsync.so.1 is not mapped"
+if grep -q "$top_builddir/" "$tmp/maps"; then fail "something from the build tree is mapped"; fi
+grep -q 'jpsync allocator statistics' "$tmp/stats.txt" || fail "--stats=FILE wrote no statistics"
+echo "ok: a program ran on the installed module and library"

@@ -1,0 +1,186 @@
+#!/bin/sh
+# jpsync-run's command line: --help, --version, --print-env for every
+# option, usage errors (exit 2, one line naming the problem plus the --help
+# hint), a missing PROGRAM (2), a program not found (127) or not executable
+# (126), LD_PRELOAD prepended to, PROGRAM's options and exit status passed
+# through.  The cases that run a program under the module are left out in
+# sanitizer builds.
+set -u
+. "${top_srcdir:-.}/tests/preload-common.sh"
+if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi
+[ -x "$run" ] || fail "$run not built"
+make_tmp
+status=0
+bad() { echo "FAIL: $*"; status=1; }
+abs_builddir=$(cd "$top_builddir" && pwd)
+abs_module="$abs_builddir/shim/.libs/libjpsync-preload.so"
+
+# --help and --version: stdout, exit 0.
+"$run" --help > "$tmp/help" 2> "$tmp/err"; rc=$?
+[ $rc -eq 0 ] || bad "--help exit status $rc"
+[ -s "$tmp/err" ] && bad "--help wrote to stderr"
+grep -q '^Usage: jpsync-run \[OPTION\]\.\.\. \[--\] PROGRAM' "$tmp/help" || bad "--help has no Usage line"
+for o in --cache=N --magazine=N --madvise-min=SIZE --check '--stats\[=FILE\]' --verbose \
+         --lockdep --print-env --help --version; do
+  grep -q -- "^  $o" "$tmp/help" || bad "--help does not list $o"
+done
+version=$(sed -n 's/^Version: *//p' "$top_builddir/jpsync.pc")
+out=$("$run" --version); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "jpsync-run (libjpsync) $version" ] ||
+  bad "--version printed '$out' (exit $rc), expected 'jpsync-run (libjpsync) $version'"
+echo "ok: --help and --version"
+
+# --print-env: the lines jpsync-run would set, nothing run.  From the build
+# tree, the module is the uninstalled one.
+expect_env() {
+  # expect_env 'EXPECTED LINES' ARGS...
+  want=$1; shift
+  got=$(env -u LD_PRELOAD "$run" --print-env "$@" 2>&1); rc=$?
+  if [ $rc -ne 0 ] || [ "$got" != "$want" ]; then
+    bad "--print-env $*: exit $rc, printed:"; printf '%s\n' "$got"
+    echo "expected:"; printf '%s\n' "$want"
+  fi
+}
+pre="LD_PRELOAD=$abs_module"
+expect_env "$pre"
+expect_env "$pre
+JPSYNC_CACHE_N=64" --cache=64
+expect_env "$pre
+JPSYNC_CACHE_N=4K" --cache 4K
+expect_env "$pre
+JPSYNC_MAG_SIZE=1024" --magazine=1024
+expect_env "$pre
+JPSYNC_MADVISE_MIN=64K" --madvise-min=64K
+expect_env "$pre
+JPSYNC_MADVISE_MIN=off" --madvise-min=off
+expect_env "$pre
+JPSYNC_MADVISE_MIN=0" --madvise-min=0
+expect_env "$pre
+JPSYNC_CHECK=1" --check
+expect_env "$pre
+JPSYNC_STATS=1" --stats
+expect_env "$pre
+JPSYNC_STATS=/tmp/s.txt" --stats=/tmp/s.txt
+expect_env "$pre
+JPSYNC_VERBOSE=1" --verbose
+expect_env "$pre
+JPSYNC_LOCKDEP=1" --lockdep
+expect_env "$pre
+JPSYNC_CACHE_N=8
+JPSYNC_MAG_SIZE=4
+JPSYNC_MADVISE_MIN=1M
+JPSYNC_CHECK=1
+JPSYNC_STATS=1
+JPSYNC_VERBOSE=1
+JPSYNC_LOCKDEP=1" --lockdep --verbose --stats --check --madvise-min=1M --magazine=4 --cache=16 --cache=8
+# A relative --stats file is named from the current directory (the program
+# may change directory before it exits).
+got=$(cd "$tmp" && env -u LD_PRELOAD "$run" --print-env --stats=out/s.txt | sed -n 's/^JPSYNC_STATS=//p')
+[ "$got" = "$(cd "$tmp" && pwd)/out/s.txt" ] || bad "--stats=out/s.txt gave '$got'"
+echo "ok: --print-env for every option"
+
+# LD_PRELOAD: the module goes first, the existing entries stay.  (ld.so
+# complains about the made-up names when it starts jpsync-run itself.)
+got=$(LD_PRELOAD=/opt/x/libfirst.so "$run" --print-env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
+[ "$got" = "$abs_module:/opt/x/libfirst.so" ] || bad "prepend: LD_PRELOAD=$got"
+got=$(LD_PRELOAD="/a/one.so /b/two.so" "$run" --print-env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
+[ "$got" = "$abs_module:/a/one.so /b/two.so" ] || bad "prepend to a list: LD_PRELOAD=$got"
+# (This one loads the module into jpsync-run: not with a sanitizer runtime.)
+if ! sanitized; then
+  got=$(LD_PRELOAD="$abs_module:/a/one.so" "$run" --print-env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
+  [ "$got" = "$abs_module:/a/one.so" ] || bad "module already first: LD_PRELOAD=$got"
+fi
+echo "ok: LD_PRELOAD is prepended to"
+
+# Usage errors: exit 2, nothing on stdout, exactly two lines on stderr.
+usage_error() {
+  "$run" "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
+  lines=$(wc -l < "$tmp/err")
+  first=$(sed -n 1p "$tmp/err"); second=$(sed -n 2p "$tmp/err")
+  if [ $rc -ne 2 ] || [ -s "$tmp/out" ] || [ "$lines" -ne 2 ] ||
+     [ "${first#jpsync-run: }" = "$first" ] ||
+     [ "$second" != "Try 'jpsync-run --help' for more information." ]; then
+    bad "jpsync-run $*: exit $rc, stdout $(wc -c < "$tmp/out") bytes, stderr:"; cat "$tmp/err"
+  fi
+}
+usage_error --bogus true
+usage_error -x true
+usage_error --cache=0 true
+usage_error --cache=4097 true
+usage_error --cache=abc true
+usage_error --cache= true
+usage_error --cache=-1 true
+usage_error --cache=1.5K true
+usage_error --magazine=0 true
+usage_error --magazine=1025 true
+usage_error --madvise-min=12X true
+usage_error --madvise-min=of true
+usage_error --madvise-min=99999999999999999999 true
+usage_error --stats= true
+usage_error --check=1 true
+usage_error --print-env=yes
+usage_error --cache
+usage_error
+usage_error --cache=8
+usage_error --
+"$run" --cache=0 true 2>&1 | grep -q "^jpsync-run: invalid value '0' for --cache" ||
+  bad "--cache=0 does not name the option and the value"
+echo "ok: usage errors exit 2 with one line and the --help hint"
+
+# PROGRAM not found: 127; found but not executable: 126 (as env(1)).
+"$run" jpsync-no-such-program-here > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc -eq 127 ] || bad "missing program: exit $rc"
+grep -q "^jpsync-run: 'jpsync-no-such-program-here': No such file or directory" "$tmp/err" ||
+  { bad "missing program message:"; cat "$tmp/err"; }
+"$run" "$tmp/nonexistent/prog" > /dev/null 2>&1; rc=$?
+[ $rc -eq 127 ] || bad "missing path: exit $rc"
+printf 'echo hi\n' > "$tmp/noexec"; chmod 644 "$tmp/noexec"
+"$run" "$tmp/noexec" > /dev/null 2>&1; rc=$?
+[ $rc -eq 126 ] || bad "not executable: exit $rc"
+echo "ok: not found 127, not executable 126"
+
+# Away from the build tree and from an installed tree, the module is looked
+# for in the configured pkglibdir only; missing there, exit 125 naming it.
+mkdir -p "$tmp/elsewhere"; cp "$run" "$tmp/elsewhere/jpsync-run"
+"$tmp/elsewhere/jpsync-run" --print-env > "$tmp/out" 2> "$tmp/err"; rc=$?
+if [ $rc -eq 125 ]; then
+  grep -q "^jpsync-run: cannot find the preload module libjpsync-preload.so (looked for $tmp/elsewhere/.libs/libjpsync-preload.so, " "$tmp/err" ||
+    { bad "module not found: message"; cat "$tmp/err"; }
+  echo "ok: a missing module is exit status 125"
+elif [ $rc -eq 0 ] && ! grep -q "$abs_builddir" "$tmp/out"; then
+  echo "note: a module is installed in the configured pkglibdir: $(cat "$tmp/out")"
+else
+  bad "a copy of jpsync-run outside the build tree: exit $rc"; cat "$tmp/out" "$tmp/err"
+fi
+
+if sanitized; then
+  echo "SKIP (rest): sanitizer build, programs cannot run under the module"
+  exit $status
+fi
+command -v timeout >/dev/null 2>&1 || { echo "SKIP (rest): no timeout(1)"; exit $status; }
+t="timeout -k 5 60"
+
+# Running: the variables arrive, PROGRAM's options are its own, its exit
+# status comes back.
+$t "$run" --cache=64 --check -- env > "$tmp/env"; rc=$?
+[ $rc -eq 0 ] || bad "env under jpsync-run: exit $rc"
+grep -q "^LD_PRELOAD=$abs_module\$" "$tmp/env" || bad "env does not see LD_PRELOAD"
+grep -q '^JPSYNC_CACHE_N=64$' "$tmp/env" || bad "env does not see JPSYNC_CACHE_N"
+grep -q '^JPSYNC_CHECK=1$' "$tmp/env" || bad "env does not see JPSYNC_CHECK"
+got=$(LD_PRELOAD= $t "$run" printf '%s|' --cache=0 --help -- x)
+[ "$got" = "--cache=0|--help|--|x|" ] || bad "PROGRAM's arguments: '$got'"
+$t "$run" sh -c 'exit 7'; rc=$?
+[ $rc -eq 7 ] || bad "exit status 7 came back as $rc"
+# The module is really in the program.
+$t "$run" cat /proc/self/maps > "$tmp/maps"
+grep -q "$abs_module" "$tmp/maps" || bad "the module is not mapped in cat"
+# --stats=FILE: written at exit, by name from where jpsync-run started.
+(cd "$tmp" && $t "$run" --stats=stats.txt env -C / true) ||
+  bad "--stats=FILE run failed"
+grep -q 'jpsync allocator statistics' "$tmp/stats.txt" 2>/dev/null ||
+  bad "--stats=stats.txt wrote no statistics"
+# --verbose: the options in force, on stderr.
+$t "$run" --verbose --magazine=8 true 2> "$tmp/err"
+grep -q 'JPSYNC_MAG_SIZE=8' "$tmp/err" || { bad "--verbose printed:"; cat "$tmp/err"; }
+echo "ok: programs run with the variables, their arguments and exit status"
+exit $status
