@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 
 #ifdef JP_TSAN
 # include <sanitizer/tsan_interface.h>
@@ -46,11 +47,29 @@ _Atomic int jp__sync_mode;
 static bool lockdep_forced;
 static _Atomic unsigned spin_limit = UINT_MAX;	/* UINT_MAX: not decided yet */
 
+/*
+ * Under helgrind or drd, the happens-before client requests are needed;
+ * under memcheck or callgrind they would only cost instructions (and skew
+ * callgrind's counts).  Valgrind preloads vgpreload_<tool>-<arch>.so into
+ * the program, which tells the tool.
+ */
+static bool race_detector_tool(void)
+{
+	const char *p = jp__os_getenv("LD_PRELOAD");
+
+	if (!JP_ON_VALGRIND())
+		return false;
+	if (p == NULL)
+		return true;	/* cannot tell: annotate, to be safe */
+	return strstr(p, "vgpreload_helgrind") != NULL || strstr(p, "vgpreload_drd") != NULL ||
+	       strstr(p, "vgpreload_") == NULL;
+}
+
 int jp__sync_mode_init(void)
 {
 	int mode = JP_SYNC_PLAIN;
 
-	if (JP_ON_VALGRIND()) {
+	if (race_detector_tool()) {
 		mode |= JP_SYNC_VALGRIND;
 		/* Written once with the same value by whoever comes first. */
 		JP_BENIGN_RACE(&jp__sync_mode, sizeof jp__sync_mode, "jpsync mode");
