@@ -17,6 +17,9 @@
 #include <jpsync/wait.h>
 
 /* data flow */
+#include <jpsync/queue.h>
+#include <jpsync/pool.h>
+#include <jpsync/epoch.h>
 
 
 #endif /* JPSYNC_H */
