@@ -49,10 +49,11 @@ if [ ! -x "$cxx" ]; then
   echo "std_atomic_wait: tests/bench/atomic-wait-bench not built (no C++ compiler)" >> "$notes"
 fi
 
-# run REP COMMAND... : append the rows the command prints, FAILED rows when
-# it crashes (the failure row is named after the command's arguments).
+# run REP BENCHMARK WORKLOAD THREADS IMPL COMMAND... : append the rows the
+# command prints; when it crashes or fails its check, its rows (or one row
+# named by the arguments) with the value FAILED.
 run() {
-  rep=$1; shift
+  rep=$1 b=$2 wl=$3 th=$4 im=$5; shift 5
   if "$@" > "$tmp/rows" 2> "$tmp/err"; then
     awk -F, -v rep="$rep" 'BEGIN { OFS = "," } NF == 8 { print $1, $2, $3, $4, rep, $5, $6, $7, $8 }' "$tmp/rows" >> "$csv"
   else
@@ -61,7 +62,7 @@ run() {
     if [ -s "$tmp/rows" ]; then
       awk -F, -v rep="$rep" 'BEGIN { OFS = "," } NF == 8 { print $1, $2, $3, $4, rep, "FAILED", $6, $7, $8 }' "$tmp/rows" >> "$csv"
     else
-      echo "$1,$2,${3:-},${4:-},$rep,FAILED,,," >> "$csv"
+      echo "$b,$wl,$th,$im,$rep,FAILED,,," >> "$csv"
     fi
   fi
 }
@@ -72,13 +73,15 @@ while [ $rep -le "$reps" ]; do
   for wl in short mixed fairness; do
     for t in $threads; do
       for i in $impls; do
-        run $rep "$prog" lock $wl $i $t $secs
+        run $rep lock $wl $t $i "$prog" lock $wl $i $t $secs
       done
     done
   done
   for how in handshake burst; do
-    run $rep "$prog" notify jp_wait $rounds $how
-    [ -x "$cxx" ] && run $rep "$cxx" $rounds $how
+    run $rep notify-17 $how 18 jp_wait "$prog" notify jp_wait $rounds $how
+    if [ -x "$cxx" ]; then
+      run $rep notify-17 $how 18 std_atomic_wait "$cxx" $rounds $how
+    fi
   done
   rep=$((rep + 1))
 done
