@@ -30,27 +30,26 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 	if (deadline != NULL &&
 	    (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
 		return EINVAL;
-	for (unsigned i = 0; i < JP__Q_SPIN; i++) {
-		r = try_op(q, elem);
-		if (r != EAGAIN)
-			return r;
-		jp_cpu_relax();
-	}
 	for (;;) {
 		uint32_t s;
 		bool sleep;
 		int w = 0;
 
-		r = try_op(q, elem);
-		if (r != EAGAIN)
-			return r;
-		/* seq_cst, both: the waiter's half of the Dekker pair. */
+		/* Spin first, and again after every wake-up: a partner running
+		 * on another core usually makes room within a few tries. */
+		for (unsigned i = 0; i < JP__Q_SPIN; i++) {
+			r = try_op(q, elem);
+			if (r != EAGAIN)
+				return r;
+			jp_cpu_relax();
+		}
+		/* seq_cst, both: the waiter's half of the Dekker pair.  The
+		 * registration is taken back by the waker (queue_internal.h). */
 		atomic_fetch_add(&c->waiters, 1);
 		s = atomic_load(&c->seq);	/* read BEFORE the re-check */
-		sleep = may_sleep(q);
+		sleep = may_sleep(q);		/* the re-check, seq_cst loads */
 		if (sleep)
 			w = jp__futex_wait(&c->seq, s, deadline);
-		atomic_fetch_sub(&c->waiters, 1);
 		if (w == ETIMEDOUT) {
 			/* One last try: an element may have come with the deadline. */
 			r = try_op(q, elem);
