@@ -82,6 +82,49 @@ static inline void jp__qcopy(void *dst, const void *src, size_t n)
 		memcpy(dst, src, n);
 }
 
+/*
+ * Asymmetric fences (SPSC).  The single producer and the single consumer
+ * publish with plain release stores, which the CPU may let a later load
+ * pass; the Dekker pairs above then need a full fence on both sides.  When
+ * membarrier(2) is available, the fast side (the one publishing elements)
+ * keeps only a compiler barrier and the slow side (a caller about to sleep,
+ * close) runs jp__os_membarrier(), which forces a full barrier on every
+ * running thread of the process: whichever order the fast side's store and
+ * load executed in, one of them is ordered against the slow side's (the
+ * sys_membarrier technique of userspace-rcu).  Without membarrier (old
+ * kernels, seccomp, valgrind) both sides use seq_cst fences.
+ * jp__q_asym is written once, before the first queue exists.
+ */
+extern bool jp__q_asym;
+void jp__q_asym_init(void);
+
+static inline void jp__q_fast_fence(void)
+{
+	if (jp_likely(jp__q_asym))
+		atomic_signal_fence(memory_order_seq_cst);	/* compiler only, see above */
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
+static inline void jp__q_slow_fence(void)
+{
+	if (jp__q_asym)
+		jp__os_membarrier();
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* jp__qchan_wake for a waker whose publication was a plain store followed
+ * by jp__q_fast_fence(). */
+static inline void jp__qchan_wake_fenced(struct jp__qchan *c)
+{
+	/* relaxed: ordered after the publication by jp__q_fast_fence. */
+	if (jp_likely(atomic_load_explicit(&c->waiters, memory_order_relaxed) == 0))
+		return;
+	if (atomic_exchange(&c->waiters, 0) != 0)
+		jp__qchan_wake_all(c);
+}
+
 typedef int (*jp__qtry_fn)(void *q, void *elem);
 typedef bool (*jp__qsleep_fn)(const void *q);
 
@@ -92,11 +135,12 @@ typedef bool (*jp__qsleep_fn)(const void *q);
  * deadline passes (ETIMEDOUT) or the deadline is malformed (EINVAL).
  * may_sleep(q) re-checks the indices with seq_cst loads and says whether
  * nothing can change without a wake-up on c (false when the queue is closed
- * or an operation is in flight).
+ * or an operation is in flight).  asym: the wakers publish with plain
+ * stores (SPSC), so the re-check follows jp__q_slow_fence().
  */
 int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 	       jp__qsleep_fn may_sleep, void *elem,
-	       const struct timespec *deadline);
+	       const struct timespec *deadline, bool asym);
 /* Initialise a channel (and tell valgrind its words are atomics). */
 void jp__qchan_init(struct jp__qchan *c);
 /* Bump seq and wake every sleeper (jp__qchan_wake, close). */

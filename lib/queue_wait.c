@@ -4,6 +4,7 @@
  */
 #include "queue_internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 /* Tries before parking: long enough to catch a partner that is running on
@@ -23,7 +24,7 @@ static bool deadline_passed(const struct timespec *deadline)
 
 int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 	       jp__qsleep_fn may_sleep, void *elem,
-	       const struct timespec *deadline)
+	       const struct timespec *deadline, bool asym)
 {
 	int r;
 
@@ -47,6 +48,8 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 		 * registration is taken back by the waker (queue_internal.h). */
 		atomic_fetch_add(&c->waiters, 1);
 		s = atomic_load(&c->seq);	/* read BEFORE the re-check */
+		if (asym)
+			jp__q_slow_fence();	/* see queue_internal.h */
 		sleep = may_sleep(q);		/* the re-check, seq_cst loads */
 		if (sleep)
 			w = jp__futex_wait(&c->seq, s, deadline);
@@ -70,6 +73,26 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 			sched_yield();
 		}
 	}
+}
+
+bool jp__q_asym;
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+
+static void asym_init(void)
+{
+	/*
+	 * Under valgrind the threads run one at a time and the tools do not
+	 * know membarrier; ThreadSanitizer does not model it.  Use fences.
+	 */
+#ifndef JP_TSAN
+	if (!JP_ON_VALGRIND() && jp__os_membarrier_init() == 0)
+		jp__q_asym = true;
+#endif
+}
+
+void jp__q_asym_init(void)
+{
+	pthread_once(&asym_once, asym_init);
 }
 
 void jp__qchan_init(struct jp__qchan *c)

@@ -2,13 +2,23 @@
  * spsc.c - the bounded single-producer single-consumer queue.
  *
  * A plain ring: the producer copies the element into slot tail & mask and
- * publishes it by moving tail; the consumer copies it out and frees the slot
- * by moving head.  Each side keeps a private copy of the other side's index
- * and reloads it only when the ring looks full (producer) or empty
- * (consumer), so in steady state neither touches the other's cache line per
- * element.  Every operation finishes in a bounded number of steps: the only
- * compare-exchange (the producer's publication, see queue_internal.h) can
- * fail only because the queue was closed, and then the push returns EPIPE.
+ * publishes it with a release store of tail; the consumer copies it out and
+ * frees the slot with a release store of head.  Each side keeps a private
+ * copy of the other side's index and reloads it only when the ring looks
+ * full (producer) or empty (consumer), so in steady state neither touches
+ * the other's cache line per element, and neither executes a locked
+ * instruction: the fences that parking and closing need are asymmetric
+ * (queue_internal.h), paid by the thread about to sleep or closing.  Every
+ * call but the blocking push/pop finishes in a bounded number of steps.
+ *
+ * Closing.  Bit 63 of tail is the closed flag, and only the producer stores
+ * tail, with a plain store that could erase a bit set at the same moment by
+ * a closer on another thread.  So close_req is set first, then the bit; the
+ * producer reads close_req after each publication and sets the bit again
+ * itself if it is gone, and close() re-checks the bit after a slow fence.
+ * Whatever the interleaving, the bit ends up set after the last element
+ * that push reported as pushed: a consumer that sees the bit with head ==
+ * tail has every element (see close() for the argument).
  */
 #include "queue_internal.h"
 
@@ -19,14 +29,15 @@ struct jp_spsc {
 	size_t mask;
 	size_t esize;
 	size_t bytes;		/* of the mapping, header included */
+	_Atomic int close_req;	/* set once by close, read by the producer */
 	/* The producer's line. */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t tail;	/* bit 63: closed */
 	uint64_t head_cache;	/* the producer's copy of head */
 	/* The consumer's line. */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t head;
 	uint64_t tail_cache;	/* the consumer's copy of tail, without the bit */
-	struct jp__qchan not_empty;	/* consumers sleep here */
-	struct jp__qchan not_full;	/* producers sleep here */
+	struct jp__qchan not_empty;	/* the consumer sleeps here */
+	struct jp__qchan not_full;	/* the producer sleeps here */
 };
 
 JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
@@ -34,6 +45,7 @@ JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
 	size_t cap, stride, bytes;
 	struct jp_spsc *q;
 
+	jp__q_asym_init();
 	q = jp__qmap(sizeof *q, capacity, elem_size, 0, 1, &cap, &stride, &bytes);
 	if (q == NULL)
 		return NULL;
@@ -41,8 +53,10 @@ JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
 	q->mask = cap - 1;
 	q->esize = elem_size;
 	q->bytes = bytes;
+	atomic_init(&q->close_req, 0);
 	atomic_init(&q->tail, 0);
 	atomic_init(&q->head, 0);
+	JP_BENIGN_RACE(&q->close_req, sizeof q->close_req, "flag, accessed atomically");
 	JP_BENIGN_RACE(&q->tail, sizeof q->tail, "index, accessed atomically");
 	JP_BENIGN_RACE(&q->head, sizeof q->head, "index, accessed atomically");
 	jp__qchan_init(&q->not_empty);
@@ -56,13 +70,35 @@ JP_EXPORT void jp_spsc_destroy(jp_spsc_t *q)
 		jp__qunmap(q, q->bytes);
 }
 
+/* Set the closed bit in tail unless it is there (close, or the producer
+ * repairing a bit its own store erased). */
+static void set_closed_bit(struct jp_spsc *q)
+{
+	uint64_t t = atomic_load(&q->tail);
+
+	while (!(t & JP__Q_CLOSED) &&
+	       !atomic_compare_exchange_weak(&q->tail, &t, t | JP__Q_CLOSED))
+		;
+}
+
+/* After the producer's release store of tail: repair the closed bit if a
+ * close is under way, then wake a sleeping consumer. */
+static inline void published(struct jp_spsc *q)
+{
+	jp__q_fast_fence();	/* the store of tail before the loads below */
+	/* relaxed, both: ordered by the fence (queue_internal.h). */
+	if (jp_unlikely(atomic_load_explicit(&q->close_req, memory_order_relaxed)))
+		set_closed_bit(q);
+	jp__qchan_wake_fenced(&q->not_empty);
+}
+
 JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 {
 	uint64_t t;
 
 	if (jp_unlikely(q == NULL || elem == NULL))
 		return EINVAL;
-	/* relaxed: only the producer moves tail; the CAS below catches close. */
+	/* relaxed: only the producer stores tail (close sets bit 63). */
 	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
 	if (jp_unlikely(t & JP__Q_CLOSED))
 		return EPIPE;
@@ -75,12 +111,17 @@ JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 	}
 	jp__qcopy(q->ring + (t & q->mask) * q->esize, elem, q->esize);
 	JP_HB_BEFORE(&q->tail);
-	/* seq_cst: publishes the slot and is the waker's half of the Dekker
-	 * pair with a sleeping consumer (queue_internal.h). */
-	if (jp_unlikely(!atomic_compare_exchange_strong(&q->tail, &t, t + 1)))
-		return EPIPE;	/* only close changes tail under us */
-	jp__qchan_wake(&q->not_empty, 1);
+	/* release: the copy into the slot before the consumer's acquire. */
+	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+	published(q);
 	return 0;
+}
+
+/* After the consumer's release store of head: wake a sleeping producer. */
+static inline void consumed(struct jp_spsc *q)
+{
+	jp__q_fast_fence();	/* the store of head before the load of waiters */
+	jp__qchan_wake_fenced(&q->not_full);
 }
 
 JP_EXPORT int jp_spsc_try_pop(jp_spsc_t *q, void *elem)
@@ -102,29 +143,30 @@ JP_EXPORT int jp_spsc_try_pop(jp_spsc_t *q, void *elem)
 	}
 	jp__qcopy(elem, q->ring + (h & q->mask) * q->esize, q->esize);
 	JP_HB_BEFORE(&q->head);
-	/* seq_cst: store then load of waiters in the wake (Dekker). */
-	atomic_store(&q->head, h + 1);
-	jp__qchan_wake(&q->not_full, 1);
+	/* release: our copy out before the producer reuses the slot. */
+	atomic_store_explicit(&q->head, h + 1, memory_order_release);
+	consumed(q);
 	return 0;
 }
 
 static int try_push_v(void *q, void *elem) { return jp_spsc_try_push(q, elem); }
 static int try_pop_v(void *q, void *elem) { return jp_spsc_try_pop(q, elem); }
 
+/* The re-checks of a parking caller, after jp__q_slow_fence. */
 static bool push_may_sleep(const void *qv)
 {
-	const struct jp_spsc *q = qv;
-	uint64_t t = atomic_load(&((struct jp_spsc *)q)->tail);
-	uint64_t h = atomic_load(&((struct jp_spsc *)q)->head);
+	struct jp_spsc *q = (struct jp_spsc *)qv;
+	uint64_t t = atomic_load(&q->tail);
+	uint64_t h = atomic_load(&q->head);
 
-	return !(t & JP__Q_CLOSED) && t - h > q->mask;
+	return !(t & JP__Q_CLOSED) && !atomic_load(&q->close_req) && t - h > q->mask;
 }
 
 static bool pop_may_sleep(const void *qv)
 {
-	const struct jp_spsc *q = qv;
-	uint64_t t = atomic_load(&((struct jp_spsc *)q)->tail);
-	uint64_t h = atomic_load(&((struct jp_spsc *)q)->head);
+	struct jp_spsc *q = (struct jp_spsc *)qv;
+	uint64_t t = atomic_load(&q->tail);
+	uint64_t h = atomic_load(&q->head);
 
 	return !(t & JP__Q_CLOSED) && t == h;
 }
@@ -137,7 +179,7 @@ JP_EXPORT int jp_spsc_push(jp_spsc_t *q, const void *elem,
 	if (jp_likely(r != EAGAIN))
 		return r;
 	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
-			  (void *)elem, deadline);
+			  (void *)elem, deadline, true);
 }
 
 JP_EXPORT int jp_spsc_pop(jp_spsc_t *q, void *elem,
@@ -148,7 +190,7 @@ JP_EXPORT int jp_spsc_pop(jp_spsc_t *q, void *elem,
 	if (jp_likely(r != EAGAIN))
 		return r;
 	return jp__qblock(q, &q->not_empty, try_pop_v, pop_may_sleep, elem,
-			  deadline);
+			  deadline, true);
 }
 
 JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
@@ -177,9 +219,8 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 	memcpy(q->ring, (const unsigned char *)elems + first * q->esize,
 	       (k - first) * q->esize);
 	JP_HB_BEFORE(&q->tail);
-	if (!atomic_compare_exchange_strong(&q->tail, &t, t + k))	/* seq_cst, as try_push */
-		return 0;
-	jp__qchan_wake(&q->not_empty, k);
+	atomic_store_explicit(&q->tail, t + k, memory_order_release);	/* as try_push */
+	published(q);
 	return k;
 }
 
@@ -207,16 +248,30 @@ JP_EXPORT size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n)
 	memcpy((unsigned char *)elems + first * q->esize, q->ring,
 	       (k - first) * q->esize);
 	JP_HB_BEFORE(&q->head);
-	atomic_store(&q->head, h + k);	/* seq_cst, as try_pop */
-	jp__qchan_wake(&q->not_full, k);
+	atomic_store_explicit(&q->head, h + k, memory_order_release);	/* as try_pop */
+	consumed(q);
 	return k;
 }
 
+/*
+ * Why no push is lost.  A push that returns 0 stored tail = t + 1 (without
+ * the bit) and then read close_req.  If it read 1, it set the bit itself,
+ * after its element.  If it read 0, its load came before our store of
+ * close_req in the order the fences establish, so its store of tail came
+ * before our slow fence completed, and the re-check below sees it: either
+ * the bit survived (our CAS came after that store) or we set it again.  A
+ * later push of that producer reads tail with the bit and fails with EPIPE,
+ * or reads it without the bit only if its load came before our CAS, which
+ * puts its own close_req load after our store: it repairs the bit.
+ */
 JP_EXPORT void jp_spsc_close(jp_spsc_t *q)
 {
 	if (q == NULL)
 		return;
-	atomic_fetch_or(&q->tail, JP__Q_CLOSED);
+	atomic_store(&q->close_req, 1);
+	set_closed_bit(q);
+	jp__q_slow_fence();
+	set_closed_bit(q);	/* again, if a publication erased it */
 	jp__qchan_wake_all(&q->not_empty);
 	jp__qchan_wake_all(&q->not_full);
 }
