@@ -93,10 +93,9 @@ static inline void jp__qcopy(void *dst, const void *src, size_t n)
  * load executed in, one of them is ordered against the slow side's (the
  * sys_membarrier technique of userspace-rcu).  Without membarrier (old
  * kernels, seccomp, valgrind) both sides use seq_cst fences.
- * jp__q_asym is written once, before the first queue exists.
+ * jp__q_asym is written once, by a constructor of the library.
  */
 extern bool jp__q_asym;
-void jp__q_asym_init(void);
 
 static inline void jp__q_fast_fence(void)
 {

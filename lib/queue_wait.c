@@ -76,9 +76,9 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 }
 
 bool jp__q_asym;
-static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 
-static void asym_init(void)
+/* At load time, before any thread exists: see arena.c. */
+__attribute__((constructor)) static void asym_init(void)
 {
 	/*
 	 * Under valgrind the threads run one at a time and the tools do not
@@ -90,10 +90,6 @@ static void asym_init(void)
 #endif
 }
 
-void jp__q_asym_init(void)
-{
-	pthread_once(&asym_once, asym_init);
-}
 
 void jp__qchan_init(struct jp__qchan *c)
 {

@@ -45,7 +45,6 @@ JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
 	size_t cap, stride, bytes;
 	struct jp_spsc *q;
 
-	jp__q_asym_init();
 	q = jp__qmap(sizeof *q, capacity, elem_size, 0, 1, &cap, &stride, &bytes);
 	if (q == NULL)
 		return NULL;
