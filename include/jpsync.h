@@ -13,6 +13,8 @@
 /* allocator */
 
 /* synchronisation */
+#include <jpsync/mutex.h>
+#include <jpsync/wait.h>
 
 /* data flow */
 #include <jpsync/queue.h>

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The shared library exports exactly the symbols of lib/libjpsync.map, each
 # at its version node, under the SONAME libjpsync.so.1; and
-# debian/libjpsync1.symbols lists the same set.
+# debian/libjpsync1.symbols lists the same set (and, where dpkg-dev is
+# installed, dpkg-gensymbols -c4 agrees).
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${READELF:=readelf}"
 so="$top_builddir/lib/.libs/libjpsync.so.1"
@@ -45,6 +46,20 @@ if [ -f "$sym" ]; then
   else
     echo "FAIL: debian/libjpsync1.symbols differs (- map, + symbols file):"
     cat "$tmp/ddiff"; fail=1
+  fi
+fi
+
+# What the package build does with the symbols file (dh_makeshlibs -- -c4,
+# see debian/rules): any difference, a new symbol included, fails.
+if [ -f "$sym" ] && command -v dpkg-gensymbols >/dev/null 2>&1; then
+  mkdir -p "$tmp/pkg/usr/lib"
+  cp "$so" "$tmp/pkg/usr/lib/libjpsync.so.1"
+  if (cd "$tmp" && dpkg-gensymbols -v1.0.0 -plibjpsync1 -Ppkg -I"$sym" \
+        -O"$tmp/gen.symbols" -c4) > "$tmp/gensym" 2>&1; then
+    echo "ok: dpkg-gensymbols -c4 accepts debian/libjpsync1.symbols"
+  else
+    echo "FAIL: dpkg-gensymbols -c4 rejects debian/libjpsync1.symbols:"
+    cat "$tmp/gensym"; fail=1
   fi
 fi
 exit $fail

@@ -1,7 +1,9 @@
 #!/bin/sh
-# Every page lints clean under mandoc -Tlint, every public function (every
-# name in lib/libjpsync.map) has a page or a .so link in man/man3, and the
-# EXAMPLES of every page compile against the headers.
+# Every page lints clean under mandoc -Tlint and has the sections style.md
+# asks for, every public function (every name in lib/libjpsync.map) has a
+# page or a .so link in man/man3, jpsync(7) lists every JPSYNC_* variable of
+# lib/options.c with its default, and the EXAMPLES of every page compile
+# against the headers.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi
@@ -21,7 +23,95 @@ for page in man*/*.[0-9]; do
     echo "FAIL: mandoc -Tlint $page:"; cat "$tmp/lint"; fail=1
   fi
 done
-names=$(sh ../tests/map-symbols.sh ../lib/libjpsync.map | sed 's/@.*//')
+# The sections style.md asks for (practical subset): every page has NAME,
+# SYNOPSIS, DESCRIPTION and SEE ALSO; a man3 page also LIBRARY and RETURN
+# VALUES.  (mandoc -Tlint above already checks their order.)
+for page in man*/*.[0-9]; do
+  head -n1 "$page" | grep -q '^\.so ' && continue
+  req="NAME SYNOPSIS DESCRIPTION SEE_ALSO"
+  case $page in man3/*) req="$req LIBRARY RETURN_VALUES" ;; esac
+  for sec in $req; do
+    sec=$(echo "$sec" | tr _ ' ')
+    grep -q "^\.Sh $sec\$" "$page" ||
+      { echo "FAIL: $page has no $sec section"; fail=1; }
+  done
+done
+
+# jpsync(7)'s ENVIRONMENT lists exactly the variables of the option table in
+# lib/options.c, each with its default ("Default 32." for a size, "Default
+# off." for a boolean or a switch that is off); so does the README's table
+# under "## Tuning variables".
+if ! perl -e '
+  my ($src, $page) = @ARGV;
+  open my $fh, "<", $src or die "$src: $!"; local $/; my $c = <$fh>;
+  my ($table) = $c =~ /opt_table\[\]\s*=\s*\{(.*?)\n\};/s
+    or die "no opt_table in $src\n";
+  my %want;
+  while ($table =~ /OPT\(\s*"(\w+)"\s*,\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)/g) {
+    my ($n, $kind, $def) = ($1, $2, $3);
+    $want{"JPSYNC_$n"} = ($kind eq "OPT_BOOL" || $kind eq "OPT_STATS")
+      ? ($def ? "on" : "off") : $def;
+  }
+  die "no OPT() entries in opt_table\n" unless %want;
+  open $fh, "<", $page or die "$page: $!"; my $m = <$fh>;
+  my ($env) = $m =~ /^\.Sh ENVIRONMENT\n(.*?)(?=^\.Sh |\z)/ms
+    or die "$page has no ENVIRONMENT section\n";
+  my (%have, $cur);
+  for (split /\n/, $env) {
+    if (/^\.It Ev (JPSYNC_\w+)/) { $cur = $1; $have{$cur} //= ""; next }
+    if (/^\.(It|El)\b/) { undef $cur; next }
+    $have{$cur} = $1 if defined $cur && /^Default (\S+?)\.?$/;
+  }
+  my $bad = 0;
+  for my $v (sort keys %want) {
+    if (!exists $have{$v}) {
+      print "FAIL: jpsync(7) ENVIRONMENT does not list $v\n"; $bad = 1;
+    } elsif ($have{$v} ne $want{$v}) {
+      print "FAIL: jpsync(7) gives $v the default \"$have{$v}\", lib/options.c $want{$v}\n";
+      $bad = 1;
+    }
+  }
+  for my $v (sort keys %have) {
+    next if exists $want{$v};
+    print "FAIL: jpsync(7) ENVIRONMENT lists $v, which lib/options.c does not read\n";
+    $bad = 1;
+  }
+  print "ok: jpsync(7) ENVIRONMENT lists the ", scalar(keys %want),
+    " variables of lib/options.c with their defaults\n" unless $bad;
+
+  # The same for the README table under "## Tuning variables".
+  my $readme = $ARGV[2];
+  if (open $fh, "<", $readme) {
+    my $r = <$fh>;
+    my ($sec) = $r =~ /^## Tuning variables\n(.*?)(?=^## |\z)/ms;
+    my %rd;
+    $rd{$1} = $2 while defined $sec && $sec =~ /^\| `(JPSYNC_\w+)` \| ([^|]*?) \|/mg;
+    my $rbad = 0;
+    for my $v (sort keys %want) {
+      if (!exists $rd{$v}) {
+        print "FAIL: README.md Tuning variables does not list $v\n"; $rbad = 1;
+      } elsif ($rd{$v} ne $want{$v}) {
+        print "FAIL: README.md gives $v the default \"$rd{$v}\", lib/options.c $want{$v}\n";
+        $rbad = 1;
+      }
+    }
+    for my $v (sort keys %rd) {
+      next if exists $want{$v};
+      print "FAIL: README.md Tuning variables lists $v, which lib/options.c does not read\n";
+      $rbad = 1;
+    }
+    print "ok: README.md Tuning variables matches lib/options.c\n" unless $rbad;
+    $bad ||= $rbad;
+  }
+  exit $bad;
+' ../lib/options.c man7/jpsync.7 ../README.md; then
+  fail=1
+fi
+
+sh ../tests/map-symbols.sh ../lib/libjpsync.map > "$tmp/map" ||
+  { echo "FAIL: cannot read the names of lib/libjpsync.map"; exit 1; }
+names=$(sed 's/@.*//' "$tmp/map")
+[ -n "$names" ] || { echo "FAIL: no public names in lib/libjpsync.map"; exit 1; }
 for n in $names; do
   [ -f "man3/$n.3" ] || { echo "FAIL: no page man3/$n.3 for public function $n"; fail=1; }
 done
