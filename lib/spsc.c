@@ -11,18 +11,31 @@
  * (queue_internal.h), paid by the thread about to sleep or closing.  Every
  * call but the blocking push/pop finishes in a bounded number of steps.
  *
- * Closing.  Bit 63 of tail is the closed flag, and only the producer stores
- * tail, with a plain store that could erase a bit set at the same moment by
- * a closer on another thread.  So close_req is set first, then the bit; the
- * producer reads close_req after each publication and sets the bit again
- * itself if it is gone, and close() re-checks the bit after a slow fence.
- * Whatever the interleaving, the bit ends up set after the last element
- * that push reported as pushed: a consumer that sees the bit with head ==
- * tail has every element (see close() for the argument).
+ * Closing.  Bit 63 of tail is the closed flag, set by close() once no push
+ * can succeed any more; a consumer that sees it with head == tail has every
+ * element.  Only the producer stores tail, with plain stores, so close()
+ * cannot simply set the bit while a push is under way (the push's store
+ * would erase it, or the consumer would see the bit before the element).
+ * Instead each push brackets itself with a "busy" word on the producer's
+ * own cache line and reads close_req first:
+ *
+ *     push                              close
+ *     busy = 1                          close_req = 1
+ *     (fast fence)                      slow fence (membarrier)
+ *     if (close_req) EPIPE              wait until busy == 0
+ *     ... store tail ...                set the bit in tail, wake everyone
+ *     busy = 0 (release)
+ *
+ * A push that read close_req == 0 stored busy = 1 before the slow fence
+ * took effect on its CPU, so close() sees busy == 1 and waits for it (its
+ * tail store is then visible); every later push reads close_req == 1 and
+ * touches nothing.  When close() sets the bit, no push can store tail again.
  */
 #include "queue_internal.h"
 
 #include <jpsync/queue.h>
+
+#include <sched.h>
 
 struct jp_spsc {
 	unsigned char *ring;
@@ -32,6 +45,7 @@ struct jp_spsc {
 	_Atomic int close_req;	/* set once by close, read by the producer */
 	/* The producer's line. */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t tail;	/* bit 63: closed */
+	_Atomic int busy;	/* 1 while a push runs (see close) */
 	uint64_t head_cache;	/* the producer's copy of head */
 	/* The consumer's line. */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t head;
@@ -53,6 +67,8 @@ JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
 	q->esize = elem_size;
 	q->bytes = bytes;
 	atomic_init(&q->close_req, 0);
+	atomic_init(&q->busy, 0);
+	JP_BENIGN_RACE(&q->busy, sizeof q->busy, "flag, accessed atomically");
 	atomic_init(&q->tail, 0);
 	atomic_init(&q->head, 0);
 	JP_BENIGN_RACE(&q->close_req, sizeof q->close_req, "flag, accessed atomically");
@@ -69,26 +85,27 @@ JP_EXPORT void jp_spsc_destroy(jp_spsc_t *q)
 		jp__qunmap(q, q->bytes);
 }
 
-/* Set the closed bit in tail unless it is there (close, or the producer
- * repairing a bit its own store erased). */
-static void set_closed_bit(struct jp_spsc *q)
+/* A push starts: announce it, then look for a close (see the top). */
+static inline bool push_begin(struct jp_spsc *q)
 {
-	uint64_t t = atomic_load(&q->tail);
-
-	while (!(t & JP__Q_CLOSED) &&
-	       !atomic_compare_exchange_weak(&q->tail, &t, t | JP__Q_CLOSED))
-		;
+	/* relaxed, both: ordered by the fence and close's membarrier. */
+	atomic_store_explicit(&q->busy, 1, memory_order_relaxed);
+	jp__q_fast_fence();	/* the store of busy before the load of close_req */
+	if (jp_likely(!atomic_load_explicit(&q->close_req, memory_order_relaxed)))
+		return true;
+	atomic_store_explicit(&q->busy, 0, memory_order_release);
+	return false;
 }
 
-/* After the producer's release store of tail: repair the closed bit if a
- * close is under way, then wake a sleeping consumer. */
-static inline void published(struct jp_spsc *q)
+/* A push ends; after a publication, wake a sleeping consumer. */
+static inline void push_end(struct jp_spsc *q, bool published)
 {
-	jp__q_fast_fence();	/* the store of tail before the loads below */
-	/* relaxed, both: ordered by the fence (queue_internal.h). */
-	if (jp_unlikely(atomic_load_explicit(&q->close_req, memory_order_relaxed)))
-		set_closed_bit(q);
-	jp__qchan_wake_fenced(&q->not_empty);
+	/* release: our tail store before close's acquire load of busy. */
+	atomic_store_explicit(&q->busy, 0, memory_order_release);
+	if (published) {
+		jp__q_fast_fence();	/* the store of tail before the load of waiters */
+		jp__qchan_wake_fenced(&q->not_empty);
+	}
 }
 
 JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
@@ -97,22 +114,28 @@ JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 
 	if (jp_unlikely(q == NULL || elem == NULL))
 		return EINVAL;
-	/* relaxed: only the producer stores tail (close sets bit 63). */
-	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-	if (jp_unlikely(t & JP__Q_CLOSED))
+	if (jp_unlikely(!push_begin(q)))
 		return EPIPE;
+	/* relaxed: only the producer stores tail until close sets bit 63. */
+	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	if (jp_unlikely(t & JP__Q_CLOSED)) {
+		push_end(q, false);
+		return EPIPE;
+	}
 	if (jp_unlikely(t - q->head_cache > q->mask)) {
 		/* acquire: the consumer's copy out of the slot happened before. */
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
 		JP_HB_AFTER(&q->head);
-		if (t - q->head_cache > q->mask)
+		if (t - q->head_cache > q->mask) {
+			push_end(q, false);
 			return EAGAIN;
+		}
 	}
 	jp__qcopy(q->ring + (t & q->mask) * q->esize, elem, q->esize);
 	JP_HB_BEFORE(&q->tail);
 	/* release: the copy into the slot before the consumer's acquire. */
 	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
-	published(q);
+	push_end(q, true);
 	return 0;
 }
 
@@ -199,9 +222,13 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 
 	if (q == NULL || elems == NULL || n == 0)
 		return 0;
-	t = atomic_load_explicit(&q->tail, memory_order_relaxed);	/* as try_push */
-	if (t & JP__Q_CLOSED)
+	if (!push_begin(q))
 		return 0;
+	t = atomic_load_explicit(&q->tail, memory_order_relaxed);	/* as try_push */
+	if (t & JP__Q_CLOSED) {
+		push_end(q, false);
+		return 0;
+	}
 	room = q->mask + 1 - (size_t)(t - q->head_cache);
 	if (room < n) {
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
@@ -209,8 +236,10 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 		room = q->mask + 1 - (size_t)(t - q->head_cache);
 	}
 	k = n < room ? n : room;
-	if (k == 0)
+	if (k == 0) {
+		push_end(q, false);
 		return 0;
+	}
 	first = q->mask + 1 - (size_t)(t & q->mask);
 	if (first > k)
 		first = k;
@@ -219,7 +248,7 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 	       (k - first) * q->esize);
 	JP_HB_BEFORE(&q->tail);
 	atomic_store_explicit(&q->tail, t + k, memory_order_release);	/* as try_push */
-	published(q);
+	push_end(q, true);
 	return k;
 }
 
@@ -252,25 +281,24 @@ JP_EXPORT size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n)
 	return k;
 }
 
-/*
- * Why no push is lost.  A push that returns 0 stored tail = t + 1 (without
- * the bit) and then read close_req.  If it read 1, it set the bit itself,
- * after its element.  If it read 0, its load came before our store of
- * close_req in the order the fences establish, so its store of tail came
- * before our slow fence completed, and the re-check below sees it: either
- * the bit survived (our CAS came after that store) or we set it again.  A
- * later push of that producer reads tail with the bit and fails with EPIPE,
- * or reads it without the bit only if its load came before our CAS, which
- * puts its own close_req load after our store: it repairs the bit.
- */
+/* The protocol and why no push is lost: see the top of this file. */
 JP_EXPORT void jp_spsc_close(jp_spsc_t *q)
 {
+	unsigned spins = 0;
+
 	if (q == NULL)
 		return;
 	atomic_store(&q->close_req, 1);
-	set_closed_bit(q);
 	jp__q_slow_fence();
-	set_closed_bit(q);	/* again, if a publication erased it */
+	/* acquire: the push's store of tail before its busy = 0. */
+	while (atomic_load_explicit(&q->busy, memory_order_acquire)) {
+		if (++spins < 64)
+			jp_cpu_relax();
+		else
+			sched_yield();	/* the producer was preempted mid-push */
+	}
+	JP_HB_AFTER(&q->busy);
+	atomic_fetch_or(&q->tail, JP__Q_CLOSED);
 	jp__qchan_wake_all(&q->not_empty);
 	jp__qchan_wake_all(&q->not_full);
 }
