@@ -94,6 +94,7 @@ pkgs=$(sed -n 's/^Binary: //p' "$changes")
 installed=$pkgs
 
 say "autopkgtest scripts (debian/tests), run directly"
+# shellcheck disable=SC2013 # a Tests: field is a list of words
 for t in $(sed -n 's/^Tests: *//p' debian/tests/control); do
   echo "== debian/tests/$t"
   mkdir "$tmp/ap-$t"
@@ -114,6 +115,7 @@ for page in man/man*/*.[0-9]; do
   grep -q NAME "$tmp/page" || die "man $sec $name rendered without a NAME section"
 done
 for req in "3 jp_alloc" "3 jp_mpmc_push" "1 jpsync-run" "7 jpsync"; do
+  # shellcheck disable=SC2086 # "3 jp_alloc": section and name
   set -- $req
   if [ -f "man/man$1/$2.$1" ]; then
     env -u MANPATH man -P cat "$1" "$2" >/dev/null 2>&1 || die "man $req"
