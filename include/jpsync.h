@@ -13,8 +13,13 @@
 /* allocator */
 
 /* synchronisation */
+#include <jpsync/mutex.h>
+#include <jpsync/wait.h>
 
 /* data flow */
+#include <jpsync/queue.h>
+#include <jpsync/pool.h>
+#include <jpsync/epoch.h>
 
 
 #endif /* JPSYNC_H */

@@ -1,0 +1,83 @@
+/*
+ * jpsync/queue.h - bounded queues of fixed-size elements.
+ *
+ * Three kinds, the concurrency contract in the name:
+ *   jp_spsc_t  one producer thread, one consumer thread; wait-free.
+ *   jp_mpsc_t  any number of producers, one consumer.
+ *   jp_mpmc_t  any number of producers and consumers.
+ * MPSC and MPMC are rings of slots each carrying a sequence number (Vyukov's
+ * bounded queue); producer and consumer indices live on separate cache lines.
+ *
+ * Vocabulary: the capacity is rounded up to a power of two; an element is
+ * elem_size bytes copied in and out (a pointer is the common case and has a
+ * fast path).  try_push/try_pop never block; push/pop spin briefly, then
+ * sleep in the kernel until they can proceed, the absolute CLOCK_MONOTONIC
+ * deadline passes (ETIMEDOUT; NULL waits forever) or the queue is closed.
+ * After close, push fails at once with EPIPE and pop returns what is left,
+ * then EPIPE.  Functions returning int return 0 or an errno value.
+ *
+ * Which calls may run at the same time (the same queue):
+ *   spsc: one thread in {try_push, push, push_bulk} and one thread in
+ *         {try_pop, pop, pop_bulk}; close, size and capacity from any thread
+ *         at any time; destroy alone.
+ *   mpsc: any threads in {try_push, push, push_bulk}, one thread in
+ *         {try_pop, pop, pop_bulk}; close, size, capacity any time.
+ *   mpmc: any threads in any call but destroy.
+ */
+#ifndef JPSYNC_QUEUE_H
+#define JPSYNC_QUEUE_H
+
+#include <stddef.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- jp_spsc: single-producer single-consumer (wait-free) */
+typedef struct jp_spsc jp_spsc_t;
+jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size);
+void   jp_spsc_destroy(jp_spsc_t *q);
+int    jp_spsc_try_push(jp_spsc_t *q, const void *elem);  /* 0, EAGAIN full, EPIPE closed */
+int    jp_spsc_try_pop(jp_spsc_t *q, void *elem);         /* 0, EAGAIN empty, EPIPE closed and empty */
+int    jp_spsc_push(jp_spsc_t *q, const void *elem, const struct timespec *deadline);
+int    jp_spsc_pop(jp_spsc_t *q, void *elem, const struct timespec *deadline);
+size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n);  /* how many went in */
+size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n);
+void   jp_spsc_close(jp_spsc_t *q);
+size_t jp_spsc_size(const jp_spsc_t *q);
+size_t jp_spsc_capacity(const jp_spsc_t *q);
+
+/* ---- jp_mpsc: multi-producer single-consumer (per-slot sequence numbers) */
+typedef struct jp_mpsc jp_mpsc_t;
+jp_mpsc_t *jp_mpsc_create(size_t capacity, size_t elem_size);
+void   jp_mpsc_destroy(jp_mpsc_t *q);
+int    jp_mpsc_try_push(jp_mpsc_t *q, const void *elem);  /* 0, EAGAIN full, EPIPE closed */
+int    jp_mpsc_try_pop(jp_mpsc_t *q, void *elem);         /* 0, EAGAIN empty, EPIPE closed and empty */
+int    jp_mpsc_push(jp_mpsc_t *q, const void *elem, const struct timespec *deadline);
+int    jp_mpsc_pop(jp_mpsc_t *q, void *elem, const struct timespec *deadline);
+size_t jp_mpsc_push_bulk(jp_mpsc_t *q, const void *elems, size_t n);  /* how many went in */
+size_t jp_mpsc_pop_bulk(jp_mpsc_t *q, void *elems, size_t n);
+void   jp_mpsc_close(jp_mpsc_t *q);
+size_t jp_mpsc_size(const jp_mpsc_t *q);
+size_t jp_mpsc_capacity(const jp_mpsc_t *q);
+
+/* ---- jp_mpmc: multi-producer multi-consumer (per-slot sequence numbers) */
+typedef struct jp_mpmc jp_mpmc_t;
+jp_mpmc_t *jp_mpmc_create(size_t capacity, size_t elem_size);
+void   jp_mpmc_destroy(jp_mpmc_t *q);
+int    jp_mpmc_try_push(jp_mpmc_t *q, const void *elem);  /* 0, EAGAIN full, EPIPE closed */
+int    jp_mpmc_try_pop(jp_mpmc_t *q, void *elem);         /* 0, EAGAIN empty, EPIPE closed and empty */
+int    jp_mpmc_push(jp_mpmc_t *q, const void *elem, const struct timespec *deadline);
+int    jp_mpmc_pop(jp_mpmc_t *q, void *elem, const struct timespec *deadline);
+size_t jp_mpmc_push_bulk(jp_mpmc_t *q, const void *elems, size_t n);  /* how many went in */
+size_t jp_mpmc_pop_bulk(jp_mpmc_t *q, void *elems, size_t n);
+void   jp_mpmc_close(jp_mpmc_t *q);
+size_t jp_mpmc_size(const jp_mpmc_t *q);
+size_t jp_mpmc_capacity(const jp_mpmc_t *q);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* JPSYNC_QUEUE_H */

@@ -1,0 +1,98 @@
+/*
+ * cond.c - jp_cond: a sequence-counter futex condition variable.
+ *
+ * The word counts signals.  A waiter reads it while holding the mutex,
+ * releases the mutex and sleeps in FUTEX_WAIT until the word differs from
+ * what it read.  Signal and broadcast add one to the word and wake one or
+ * every sleeper.  No wakeup is lost: a signal that lands after the waiter
+ * read the word but before it went to sleep changes the word, and the
+ * kernel then refuses to put the waiter to sleep (it compares the word
+ * under its own lock).  A signal made before the waiter read the word is
+ * not meant for it: the predicate the waiter checked under the mutex
+ * already reflects whatever the signaller changed under that mutex.
+ *
+ * Wake-ups may be spurious (a signal that raced with a new waiter, a
+ * broadcast, a signal aimed at another waiter, the counter wrapping after
+ * 2^32 signals); callers loop on their predicate, as with pthread_cond_wait.
+ *
+ * Nothing is requeued: woken waiters take the mutex with jp_mutex_lock, so
+ * the mutex word turns 2 when they contend and unlock keeps waking them.
+ */
+#include "sync.h"
+#include "os.h"
+
+#include <errno.h>
+#include <limits.h>
+
+static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadline, void *pc)
+{
+	_Atomic uint32_t *w = jp__cond_word(c);
+	int mode = jp__sync_mode_get();
+	uint32_t seq;
+	int r;
+
+	if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
+		return EINVAL;
+	if (mode & JP_SYNC_VALGRIND)
+		JP_BENIGN_RACE(&c->seq, sizeof c->seq, "jp_cond futex word");
+	/*
+	 * relaxed: the mutex orders this read against every signaller that
+	 * changed the predicate under the mutex, and the kernel compares the
+	 * word again under its own lock before sleeping.
+	 */
+	seq = atomic_load_explicit(w, memory_order_relaxed);
+	jp__mutex_unlock_at(m, pc);
+	r = jp__futex_wait(w, seq, deadline);
+	jp__mutex_lock_at(m, pc);
+	if (mode & JP_SYNC_VALGRIND)
+		JP_HB_AFTER(c);
+	return r == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+static void cond_wake(jp_cond_t *c, int n)
+{
+	_Atomic uint32_t *w = jp__cond_word(c);
+
+	if (jp__sync_mode_get() & JP_SYNC_VALGRIND) {
+		JP_BENIGN_RACE(&c->seq, sizeof c->seq, "jp_cond futex word");
+		JP_HB_BEFORE(c);
+	}
+	/*
+	 * release: what the signaller wrote before signalling is visible to a
+	 * waiter that sees the new count (a waiter normally gets it through the
+	 * mutex; this covers predicates changed without it).
+	 */
+	atomic_fetch_add_explicit(w, 1, memory_order_release);
+	jp__futex_wake(w, n);
+}
+
+JP_EXPORT void jp_cond_init(jp_cond_t *c)
+{
+	/* relaxed: initialisation precedes sharing the condition variable. */
+	atomic_store_explicit(jp__cond_word(c), 0, memory_order_relaxed);
+}
+
+JP_EXPORT void jp_cond_destroy(jp_cond_t *c)
+{
+	(void)c;	/* nothing to release: the word is all there is */
+}
+
+JP_EXPORT int jp_cond_wait(jp_cond_t *c, jp_mutex_t *m)
+{
+	return cond_wait(c, m, NULL, __builtin_return_address(0));
+}
+
+JP_EXPORT int jp_cond_timedwait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadline)
+{
+	return cond_wait(c, m, deadline, __builtin_return_address(0));
+}
+
+JP_EXPORT void jp_cond_signal(jp_cond_t *c)
+{
+	cond_wake(c, 1);
+}
+
+JP_EXPORT void jp_cond_broadcast(jp_cond_t *c)
+{
+	cond_wake(c, INT_MAX);
+}

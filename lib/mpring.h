@@ -1,0 +1,327 @@
+/*
+ * mpring.h - the bounded multi-producer ring with per-slot sequence numbers
+ * (Vyukov), included by mpmc.c (JP_MPRING_MC 1: consumers claim positions
+ * with a compare-exchange on head) and mpsc.c (JP_MPRING_MC 0: the single
+ * consumer owns head).  JP_MPRING(x) names the functions.
+ *
+ * Each slot starts with a 64-bit sequence number.  For position p in slot
+ * p & mask: seq == 2p means the slot is free for the producer of p; seq ==
+ * 2p + 1 means the element of p is published for its consumer, who frees the
+ * slot for position p + capacity by storing seq = 2(p + capacity).  (Vyukov
+ * uses p and p + 1; doubling keeps "published for p" and "free for p + 1"
+ * apart when the capacity is 1.)  A producer
+ * claims p with a compare-exchange on tail (which also carries the closed
+ * bit, see queue_internal.h), copies, and publishes with a release store of
+ * seq; a consumer reads seq with acquire, so the copy into the slot happened
+ * before its copy out.
+ */
+#include "queue_internal.h"
+
+#include <jpsync/queue.h>
+
+#define JP_MPRING_T struct JP_MPRING()
+
+JP_MPRING_T {
+	unsigned char *ring;
+	size_t mask;
+	size_t esize;
+	size_t stride;
+	size_t bytes;
+	_Alignas(JP_CACHELINE) _Atomic uint64_t tail;	/* bit 63: closed */
+	_Alignas(JP_CACHELINE) _Atomic uint64_t head;
+	struct jp__qchan not_empty;
+	struct jp__qchan not_full;
+};
+
+static inline _Atomic uint64_t *slot_seq(const JP_MPRING_T *q, uint64_t pos)
+{
+	return (_Atomic uint64_t *)(void *)(q->ring + (pos & q->mask) * q->stride);
+}
+
+static inline unsigned char *slot_data(const JP_MPRING_T *q, uint64_t pos)
+{
+	return q->ring + (pos & q->mask) * q->stride + sizeof(uint64_t);
+}
+
+JP_EXPORT JP_MPRING_T *JP_MPRING(_create)(size_t capacity, size_t elem_size)
+{
+	size_t cap, stride, bytes;
+	JP_MPRING_T *q;
+
+	q = jp__qmap(sizeof *q, capacity, elem_size, sizeof(uint64_t),
+		     sizeof(uint64_t), &cap, &stride, &bytes);
+	if (q == NULL)
+		return NULL;
+	q->ring = (unsigned char *)q + ((sizeof *q + JP_CACHELINE - 1) & ~(size_t)(JP_CACHELINE - 1));
+	q->mask = cap - 1;
+	q->esize = elem_size;
+	q->stride = stride;
+	q->bytes = bytes;
+	for (uint64_t i = 0; i < cap; i++) {
+		atomic_init(slot_seq(q, i), 2 * i);
+		if (JP_ON_VALGRIND())
+			JP_BENIGN_RACE(slot_seq(q, i), sizeof(uint64_t),
+				       "slot sequence number, accessed atomically");
+	}
+	atomic_init(&q->tail, 0);
+	atomic_init(&q->head, 0);
+	JP_BENIGN_RACE(&q->tail, sizeof q->tail, "index, accessed atomically");
+	JP_BENIGN_RACE(&q->head, sizeof q->head, "index, accessed atomically");
+	jp__qchan_init(&q->not_empty);
+	jp__qchan_init(&q->not_full);
+	return q;
+}
+
+JP_EXPORT void JP_MPRING(_destroy)(JP_MPRING_T *q)
+{
+	if (q != NULL)
+		jp__qunmap(q, q->bytes);
+}
+
+/*
+ * Claim up to n consecutive free positions from tail; returns how many
+ * (0: full, or closed with *closed set) and the first in *first.
+ */
+static size_t claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed)
+{
+	/* relaxed: a guess, validated by the slot's seq and the CAS. */
+	uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+
+	*closed = false;
+	for (;;) {
+		size_t k = 0;
+
+		if (pos & JP__Q_CLOSED) {
+			*closed = true;
+			return 0;
+		}
+		/* acquire: the consumer's copy out of the slot happened before. */
+		while (k < n && k <= q->mask &&
+		       atomic_load_explicit(slot_seq(q, pos + k), memory_order_acquire) == 2 * (pos + k))
+			k++;
+		if (k == 0) {
+			uint64_t t = atomic_load(&q->tail);
+
+			if (t == pos)
+				return 0;	/* full */
+			pos = t;
+			continue;
+		}
+		/* seq_cst: the waker's half of the Dekker pair with a sleeping
+		 * consumer; fails if another producer moved tail or close set
+		 * the bit. */
+		if (atomic_compare_exchange_weak(&q->tail, &pos, pos + k)) {
+			*first = pos;
+			return k;
+		}
+	}
+}
+
+static void publish(JP_MPRING_T *q, uint64_t pos)
+{
+	JP_HB_BEFORE(slot_seq(q, pos));
+	/* release: the copy into the slot happens before the consumer's read. */
+	atomic_store_explicit(slot_seq(q, pos), 2 * pos + 1, memory_order_release);
+}
+
+JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
+{
+	uint64_t pos;
+	bool closed;
+
+	if (jp_unlikely(q == NULL || elem == NULL))
+		return EINVAL;
+	if (claim_push(q, 1, &pos, &closed) == 0)
+		return closed ? EPIPE : EAGAIN;
+	JP_HB_AFTER(slot_seq(q, pos));
+	jp__qcopy(slot_data(q, pos), elem, q->esize);
+	publish(q, pos);
+	jp__qchan_wake(&q->not_empty, 1);
+	return 0;
+}
+
+JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t n)
+{
+	uint64_t pos;
+	bool closed;
+	size_t k;
+
+	if (q == NULL || elems == NULL || n == 0)
+		return 0;
+	k = claim_push(q, n, &pos, &closed);
+	for (size_t i = 0; i < k; i++) {
+		JP_HB_AFTER(slot_seq(q, pos + i));
+		memcpy(slot_data(q, pos + i), (const unsigned char *)elems + i * q->esize, q->esize);
+		publish(q, pos + i);
+	}
+	if (k > 0)
+		jp__qchan_wake(&q->not_empty, k);
+	return k;
+}
+
+/*
+ * Claim up to n consecutive published positions from head; 0 when none is
+ * published, with *status EAGAIN or (closed and drained) EPIPE.
+ */
+static size_t claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
+{
+	/* relaxed: a guess, validated by the slot's seq and the CAS. */
+	uint64_t pos = atomic_load_explicit(&q->head, memory_order_relaxed);
+
+	for (;;) {
+		size_t k = 0;
+
+		/* acquire: the producer's copy into the slot happened before. */
+		while (k < n && k <= q->mask &&
+		       atomic_load_explicit(slot_seq(q, pos + k), memory_order_acquire) == 2 * (pos + k) + 1)
+			k++;
+		if (k == 0) {
+			uint64_t t = atomic_load(&q->tail);
+
+			*status = EAGAIN;
+			if (JP__Q_POS(t) == pos && (t & JP__Q_CLOSED))
+				*status = EPIPE;	/* nothing claimed, nothing can be */
+#if JP_MPRING_MC
+			else if (atomic_load(&q->head) != pos) {
+				pos = atomic_load(&q->head);
+				continue;
+			}
+#endif
+			return 0;
+		}
+#if JP_MPRING_MC
+		/* seq_cst: the waker's half of the Dekker pair with a sleeping
+		 * producer (see queue_internal.h). */
+		if (!atomic_compare_exchange_weak(&q->head, &pos, pos + k))
+			continue;
+#endif
+		*first = pos;
+		return k;
+	}
+}
+
+static void release_slot(JP_MPRING_T *q, uint64_t pos)
+{
+	JP_HB_BEFORE(slot_seq(q, pos));
+	/* release: our copy out happens before the next producer's copy in. */
+	atomic_store_explicit(slot_seq(q, pos), 2 * (pos + q->mask + 1), memory_order_release);
+}
+
+static void popped(JP_MPRING_T *q, uint64_t pos, size_t k)
+{
+#if !JP_MPRING_MC
+	/* seq_cst: the single consumer's store of head is its half of the
+	 * Dekker pair with a sleeping producer (queue_internal.h). */
+	atomic_store(&q->head, pos + k);
+#else
+	(void)pos;
+#endif
+	jp__qchan_wake(&q->not_full, k);
+}
+
+JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
+{
+	uint64_t pos;
+	int status;
+
+	if (jp_unlikely(q == NULL || elem == NULL))
+		return EINVAL;
+	if (claim_pop(q, 1, &pos, &status) == 0)
+		return status;
+	JP_HB_AFTER(slot_seq(q, pos));
+	jp__qcopy(elem, slot_data(q, pos), q->esize);
+	release_slot(q, pos);
+	popped(q, pos, 1);
+	return 0;
+}
+
+JP_EXPORT size_t JP_MPRING(_pop_bulk)(JP_MPRING_T *q, void *elems, size_t n)
+{
+	uint64_t pos;
+	int status;
+	size_t k;
+
+	if (q == NULL || elems == NULL || n == 0)
+		return 0;
+	k = claim_pop(q, n, &pos, &status);
+	if (k == 0)
+		return 0;
+	for (size_t i = 0; i < k; i++) {
+		JP_HB_AFTER(slot_seq(q, pos + i));
+		memcpy((unsigned char *)elems + i * q->esize, slot_data(q, pos + i), q->esize);
+		release_slot(q, pos + i);
+	}
+	popped(q, pos, k);
+	return k;
+}
+
+static int try_push_v(void *q, void *elem) { return JP_MPRING(_try_push)(q, elem); }
+static int try_pop_v(void *q, void *elem) { return JP_MPRING(_try_pop)(q, elem); }
+
+/* The re-checks of a parking caller: seq_cst loads (queue_internal.h). */
+static bool push_may_sleep(const void *qv)
+{
+	JP_MPRING_T *q = (JP_MPRING_T *)qv;
+	uint64_t t = atomic_load(&q->tail);
+	uint64_t h = atomic_load(&q->head);
+
+	return !(t & JP__Q_CLOSED) && t - h > q->mask;
+}
+
+static bool pop_may_sleep(const void *qv)
+{
+	JP_MPRING_T *q = (JP_MPRING_T *)qv;
+	uint64_t t = atomic_load(&q->tail);
+	uint64_t h = atomic_load(&q->head);
+
+	return !(t & JP__Q_CLOSED) && t == h;
+}
+
+JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
+			       const struct timespec *deadline)
+{
+	int r = JP_MPRING(_try_push)(q, elem);
+
+	if (jp_likely(r != EAGAIN))
+		return r;
+	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
+			  (void *)elem, deadline);
+}
+
+JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,
+			      const struct timespec *deadline)
+{
+	int r = JP_MPRING(_try_pop)(q, elem);
+
+	if (jp_likely(r != EAGAIN))
+		return r;
+	return jp__qblock(q, &q->not_empty, try_pop_v, pop_may_sleep, elem,
+			  deadline);
+}
+
+JP_EXPORT void JP_MPRING(_close)(JP_MPRING_T *q)
+{
+	if (q == NULL)
+		return;
+	atomic_fetch_or(&q->tail, JP__Q_CLOSED);
+	jp__qchan_wake_all(&q->not_empty);
+	jp__qchan_wake_all(&q->not_full);
+}
+
+JP_EXPORT size_t JP_MPRING(_size)(const JP_MPRING_T *q)
+{
+	uint64_t h, t;
+
+	if (q == NULL)
+		return 0;
+	h = atomic_load(&((JP_MPRING_T *)q)->head);
+	t = JP__Q_POS(atomic_load(&((JP_MPRING_T *)q)->tail));
+	if (t <= h)
+		return 0;
+	return t - h > q->mask + 1 ? q->mask + 1 : (size_t)(t - h);
+}
+
+JP_EXPORT size_t JP_MPRING(_capacity)(const JP_MPRING_T *q)
+{
+	return q == NULL ? 0 : q->mask + 1;
+}

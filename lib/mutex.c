@@ -1,0 +1,307 @@
+/*
+ * mutex.c - jp_mutex: a three-state futex mutex.
+ *
+ * The word is 0 (free), 1 (locked, nobody asleep) or 2 (locked, and a
+ * thread may be asleep in FUTEX_WAIT on it).  Lock is one compare-exchange
+ * 0 -> 1 when free.  Otherwise the locker spins a bounded number of times
+ * while the word says "locked, nobody asleep" (the owner is probably running
+ * and about to release), then exchanges in 2 and sleeps until the exchange
+ * returns 0.  Unlock exchanges in 0 and calls FUTEX_WAKE only when it took
+ * away a 2, so an uncontended lock/unlock pair makes no system call.
+ *
+ * Spinning is bounded so that an over-subscribed machine (more runnable
+ * threads than CPUs, where the owner is likely preempted) does not burn
+ * CPU: nobody spins on a single CPU or under valgrind; a thread stops
+ * spinning as soon as the word says someone is asleep (the lock is then
+ * contended enough that the owner hands over through the kernel anyway);
+ * and the spin is at most JP_MUTEX_SPIN pause instructions.
+ *
+ * Starvation: a thread woken by unlock competes with newcomers; a newcomer
+ * that finds the word at 2 does not spin but sleeps, and a woken thread
+ * spins before it sleeps again, so the woken one usually wins (the spread
+ * of acquisitions per thread is reported by tests/bench/sync-bench).
+ *
+ * The slow path (jp__sync_mode != PLAIN) adds the valgrind happens-before
+ * requests and the lock-order checking of lockdep.c; ThreadSanitizer builds
+ * always tell TSan about every lock and unlock.
+ */
+#include "sync.h"
+#include "options.h"
+#include "os.h"
+
+#include <errno.h>
+#include <limits.h>
+
+#ifdef JP_TSAN
+# include <sanitizer/tsan_interface.h>
+# define TSAN(call) call
+#else
+# define TSAN(call) ((void)0)
+#endif
+
+/* Pause instructions a locker spends waiting for a running owner. */
+#define JP_MUTEX_SPIN 200
+
+_Atomic int jp__sync_mode;
+static bool lockdep_forced;
+static _Atomic unsigned spin_limit = UINT_MAX;	/* UINT_MAX: not decided yet */
+
+int jp__sync_mode_init(void)
+{
+	int mode = JP_SYNC_PLAIN;
+
+	if (JP_ON_VALGRIND()) {
+		mode |= JP_SYNC_VALGRIND;
+		/* Written once with the same value by whoever comes first. */
+		JP_BENIGN_RACE(&jp__sync_mode, sizeof jp__sync_mode, "jpsync mode");
+		JP_BENIGN_RACE(&spin_limit, sizeof spin_limit, "jpsync spin limit");
+	}
+	if (lockdep_forced || jp__options()->lockdep)
+		mode |= JP_SYNC_LOCKDEP;
+	/* relaxed: the mode is one value, the same whoever computes it. */
+	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
+	return mode;
+}
+
+void jp__sync_force_lockdep(bool on)
+{
+	int mode = jp__sync_mode_get();
+
+	lockdep_forced = on;
+	mode = on ? (mode | JP_SYNC_LOCKDEP) : (mode & ~JP_SYNC_LOCKDEP);
+	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
+}
+
+static unsigned spin_limit_get(void)
+{
+	/* relaxed: one value, the same whoever computes it. */
+	unsigned n = atomic_load_explicit(&spin_limit, memory_order_relaxed);
+
+	if (jp_unlikely(n == UINT_MAX)) {
+		n = jp__os_cpu_count() > 1 && !JP_ON_VALGRIND() ? JP_MUTEX_SPIN : 0;
+		atomic_store_explicit(&spin_limit, n, memory_order_relaxed);
+	}
+	return n;
+}
+
+static inline bool try_acquire(_Atomic uint32_t *w)
+{
+	uint32_t z = 0;
+
+	/* acquire: the critical section must not start before we own it. */
+	return atomic_compare_exchange_strong_explicit(w, &z, 1, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+/*
+ * Spin while the owner is probably running, then sleep.  Returns 0 once
+ * the lock is ours, ETIMEDOUT when the deadline passed first.
+ */
+static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *deadline)
+{
+	unsigned spin = spin_limit_get();
+	uint32_t v;
+	int r;
+
+	for (unsigned i = 0; i < spin; i++) {
+		/* relaxed: only a hint; the compare-exchange does the acquiring. */
+		v = atomic_load_explicit(w, memory_order_relaxed);
+		if (v == 0) {
+			if (try_acquire(w))
+				return 0;
+		} else if (v == 2) {
+			break;		/* sleepers: the hand-over goes through the kernel */
+		}
+		jp_cpu_relax();
+	}
+	/* acquire: as try_acquire (the exchange may be what takes the lock). */
+	v = atomic_exchange_explicit(w, 2, memory_order_acquire);
+	while (v != 0) {
+		r = jp__futex_wait(w, 2, deadline);
+		if (r == ETIMEDOUT)
+			return ETIMEDOUT;
+		/*
+		 * Woken (or the word moved): spin a little before sleeping
+		 * again so that a newcomer does not keep stealing the lock
+		 * from the thread the unlock chose to wake.
+		 */
+		for (unsigned i = 0; i < spin; i++) {
+			/* relaxed: a hint, as above. */
+			if (atomic_load_explicit(w, memory_order_relaxed) == 0)
+				break;
+			jp_cpu_relax();
+		}
+		/* 2, not 1: others may still be asleep behind us. */
+		v = atomic_exchange_explicit(w, 2, memory_order_acquire);
+	}
+	return 0;
+}
+
+static inline void unlock_raw(_Atomic uint32_t *w)
+{
+	/* release: the critical section happens before the next owner's. */
+	if (atomic_exchange_explicit(w, 0, memory_order_release) == 2)
+		jp__futex_wake(w, 1);
+}
+
+static bool deadline_ok(const struct timespec *d)
+{
+	return d == NULL || (d->tv_nsec >= 0 && d->tv_nsec < 1000000000L);
+}
+
+/* The slow branch of lock and timedlock: mode is not PLAIN. */
+static JP_NOINLINE int lock_checked(jp_mutex_t *m, void *pc, const struct timespec *deadline)
+{
+	_Atomic uint32_t *w = jp__mutex_word(m);
+	int mode = jp__sync_mode_get();
+	int r = 0;
+
+	if (mode & JP_SYNC_VALGRIND)
+		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
+	if (mode & JP_SYNC_LOCKDEP)
+		jp__lockdep_before_lock(m, pc);
+	if (!try_acquire(w)) {
+		if (!deadline_ok(deadline))
+			return EINVAL;
+		r = lock_slow(w, deadline);
+	}
+	if (r == 0) {
+		if (mode & JP_SYNC_VALGRIND)
+			JP_HB_AFTER(m);
+		if (mode & JP_SYNC_LOCKDEP)
+			jp__lockdep_acquired(m, pc);
+	}
+	return r;
+}
+
+static JP_NOINLINE void unlock_checked(jp_mutex_t *m, void *pc)
+{
+	int mode = jp__sync_mode_get();
+
+	if (mode & JP_SYNC_LOCKDEP)
+		jp__lockdep_release(m, pc);
+	if (mode & JP_SYNC_VALGRIND) {
+		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
+		JP_HB_BEFORE(m);
+	}
+	unlock_raw(jp__mutex_word(m));
+}
+
+static inline __attribute__((always_inline)) void lock_at(jp_mutex_t *m, void *pc)
+{
+	TSAN(__tsan_mutex_pre_lock(m, 0));
+	/* relaxed: see jp__sync_mode_get. */
+	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN))
+		lock_checked(m, pc, NULL);
+	else if (!try_acquire(jp__mutex_word(m)))
+		lock_slow(jp__mutex_word(m), NULL);
+	TSAN(__tsan_mutex_post_lock(m, 0, 0));
+}
+
+static inline __attribute__((always_inline)) void unlock_at(jp_mutex_t *m, void *pc)
+{
+	TSAN(__tsan_mutex_pre_unlock(m, 0));
+	/* relaxed: see jp__sync_mode_get. */
+	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN))
+		unlock_checked(m, pc);
+	else
+		unlock_raw(jp__mutex_word(m));
+	TSAN(__tsan_mutex_post_unlock(m, 0));
+}
+
+JP_EXPORT void jp_mutex_init(jp_mutex_t *m)
+{
+	/* relaxed: initialisation precedes sharing the mutex with others. */
+	atomic_store_explicit(jp__mutex_word(m), 0, memory_order_relaxed);
+	TSAN(__tsan_mutex_create(m, 0));
+}
+
+JP_EXPORT void jp_mutex_destroy(jp_mutex_t *m)
+{
+	if (jp__sync_mode_get() & JP_SYNC_LOCKDEP)
+		jp__lockdep_destroy(m);
+	TSAN(__tsan_mutex_destroy(m, 0));
+}
+
+JP_EXPORT void jp_mutex_lock(jp_mutex_t *m)
+{
+	lock_at(m, __builtin_return_address(0));
+}
+
+JP_EXPORT void jp_mutex_unlock(jp_mutex_t *m)
+{
+	unlock_at(m, __builtin_return_address(0));
+}
+
+JP_EXPORT int jp_mutex_trylock(jp_mutex_t *m)
+{
+	bool ok;
+
+	TSAN(__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock));
+	ok = try_acquire(jp__mutex_word(m));
+	/* relaxed: see jp__sync_mode_get. */
+	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN)) {
+		int mode = jp__sync_mode_get();
+
+		if (mode & JP_SYNC_VALGRIND)
+			JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
+		if (ok && (mode & JP_SYNC_VALGRIND))
+			JP_HB_AFTER(m);
+		if (ok && (mode & JP_SYNC_LOCKDEP))
+			jp__lockdep_acquired(m, __builtin_return_address(0));
+	}
+	TSAN(__tsan_mutex_post_lock(m, __tsan_mutex_try_lock |
+				    (ok ? 0 : __tsan_mutex_try_lock_failed), 0));
+	return ok ? 0 : EBUSY;
+}
+
+JP_EXPORT int jp_mutex_timedlock(jp_mutex_t *m, const struct timespec *deadline)
+{
+	int r;
+
+	TSAN(__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock));
+	/* relaxed: see jp__sync_mode_get. */
+	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN)) {
+		r = lock_checked(m, __builtin_return_address(0), deadline);
+	} else if (try_acquire(jp__mutex_word(m))) {
+		r = 0;
+	} else if (!deadline_ok(deadline)) {
+		r = EINVAL;
+	} else {
+		r = lock_slow(jp__mutex_word(m), deadline);
+	}
+	TSAN(__tsan_mutex_post_lock(m, __tsan_mutex_try_lock |
+				    (r == 0 ? 0 : __tsan_mutex_try_lock_failed), 0));
+	return r;
+}
+
+void jp__mutex_lock_at(jp_mutex_t *m, void *pc)
+{
+	lock_at(m, pc);
+}
+
+void jp__mutex_unlock_at(jp_mutex_t *m, void *pc)
+{
+	unlock_at(m, pc);
+}
+
+void jp__mutex_lock_internal(jp_mutex_t *m)
+{
+	TSAN(__tsan_mutex_pre_lock(m, 0));
+	if (!try_acquire(jp__mutex_word(m)))
+		lock_slow(jp__mutex_word(m), NULL);
+	if (jp__sync_mode_get() & JP_SYNC_VALGRIND) {
+		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
+		JP_HB_AFTER(m);
+	}
+	TSAN(__tsan_mutex_post_lock(m, 0, 0));
+}
+
+void jp__mutex_unlock_internal(jp_mutex_t *m)
+{
+	TSAN(__tsan_mutex_pre_unlock(m, 0));
+	if (jp__sync_mode_get() & JP_SYNC_VALGRIND)
+		JP_HB_BEFORE(m);
+	unlock_raw(jp__mutex_word(m));
+	TSAN(__tsan_mutex_post_unlock(m, 0));
+}

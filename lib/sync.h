@@ -1,0 +1,86 @@
+/*
+ * sync.h - what mutex.c, cond.c, wait.c and lockdep.c share.
+ *
+ * Vocabulary:
+ *   the "sync mode" - decided once per process (jp__sync_mode): PLAIN, or
+ *     PLAIN with LOCKDEP (JPSYNC_LOCKDEP=1) and/or VALGRIND (running under
+ *     valgrind: emit the happens-before client requests).  The fast paths
+ *     test "mode != PLAIN" and nothing else, so with both off they cost one
+ *     predictable branch; 0 (UNKNOWN) also takes the slow branch, which
+ *     decides the mode.
+ *   a "pc" - the code address that called the public function
+ *     (__builtin_return_address(0)), recorded by lockdep.
+ */
+#ifndef JP_SYNC_H
+#define JP_SYNC_H
+
+#include "jp_internal.h"
+
+#include <jpsync/mutex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define JP_SYNC_UNKNOWN  0
+#define JP_SYNC_PLAIN    1
+#define JP_SYNC_LOCKDEP  2
+#define JP_SYNC_VALGRIND 4
+
+/* The 32-bit words of the public structs, seen as the atomics they are. */
+static inline _Atomic uint32_t *jp__mutex_word(jp_mutex_t *m)
+{
+	return (_Atomic uint32_t *)(void *)&m->word;
+}
+
+static inline _Atomic uint32_t *jp__cond_word(jp_cond_t *c)
+{
+	return (_Atomic uint32_t *)(void *)&c->seq;
+}
+
+/* ---- "mutex.c" ---------------------------------------------------------- */
+
+extern _Atomic int jp__sync_mode;
+/* Decide the mode (options, valgrind) and return it. */
+int jp__sync_mode_init(void);
+
+/* The current mode, deciding it on first use. */
+static inline int jp__sync_mode_get(void)
+{
+	/* relaxed: the mode is a single value, written once (idempotently). */
+	int mode = atomic_load_explicit(&jp__sync_mode, memory_order_relaxed);
+
+	return jp_likely(mode != JP_SYNC_UNKNOWN) ? mode : jp__sync_mode_init();
+}
+
+/* For the white-box tests: turn lock-order checking on or off. */
+void jp__sync_force_lockdep(bool on);
+
+/* Lock and unlock as the public calls do, with the caller's pc given. */
+void jp__mutex_lock_at(jp_mutex_t *m, void *pc);
+void jp__mutex_unlock_at(jp_mutex_t *m, void *pc);
+
+/*
+ * Lock and unlock without lock-order checking, still visible to valgrind
+ * and ThreadSanitizer: the lock lockdep's own tables live under.
+ */
+void jp__mutex_lock_internal(jp_mutex_t *m);
+void jp__mutex_unlock_internal(jp_mutex_t *m);
+
+/* ---- "lockdep.c" -------------------------------------------------------- */
+
+/* Before blocking on m: record the order against what the thread holds. */
+void jp__lockdep_before_lock(jp_mutex_t *m, void *pc);
+/* m was acquired (by lock, timedlock or trylock). */
+void jp__lockdep_acquired(jp_mutex_t *m, void *pc);
+/* m is being released; reports a mutex the thread does not hold. */
+void jp__lockdep_release(jp_mutex_t *m, void *pc);
+/* m is destroyed: forget the orders it took part in. */
+void jp__lockdep_destroy(jp_mutex_t *m);
+
+/* ---- "wait.c" ----------------------------------------------------------- */
+
+/* FUTEX_WAKE calls made by jp_notify_*, for the white-box tests. */
+uint64_t jp__wait_wake_calls(void);
+/* The index of the proxy state of addr, for the white-box tests. */
+unsigned jp__wait_state_index(const void *addr);
+
+#endif /* JP_SYNC_H */

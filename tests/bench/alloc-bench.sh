@@ -1,0 +1,321 @@
+#!/bin/sh
+# alloc-bench.sh - the allocator benchmark driver (contract: tests/bench/README).
+#
+# For each repetition, workload and thread count, runs tests/bench/alloc-bench
+# once under every implementation, in an order rotated each repetition:
+# jpsync (LD_PRELOAD of the build tree's shim/.libs/libjpsync-preload.so),
+# glibc (nothing preloaded), jemalloc, mimalloc and tcmalloc (Debian's
+# libraries through LD_PRELOAD).  Then counts the instructions of one
+# free+malloc pair of 64 bytes for each with valgrind --tool=callgrind
+# (tests/bench/alloc-pair at two N; the difference cancels start-up).
+#
+# Writes $JPSYNC_BENCH_OUT/alloc-bench.csv and alloc-bench.notes, prints the
+# tables of medians (markdown, as pasted into tests/bench/README) and exits 1
+# when any run crashed, timed out or failed its check.
+#
+# Environment (besides the contract's JPSYNC_BENCH_REPS, _QUICK, _OUT):
+#   JPSYNC_BENCH_ALLOC_IMPLS      implementations to run (default: all five)
+#   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: all six)
+#   JPSYNC_BENCH_ALLOC_THREADS    thread counts (default 1 2 8 64 300; quick 1 8)
+#   JPSYNC_BENCH_ALLOC_SCALE      work scale (default 1; quick 0.01)
+#   JPSYNC_BENCH_ALLOC_PAIR       0: skip the callgrind instruction count
+#   JPSYNC_BENCH_ALLOC_TIMEOUT    seconds before a run counts as hung (300)
+#   JPSYNC_BENCH_JPSYNC_PRELOAD   jpsync's module, if not the build tree's
+set -u
+
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=.}"
+reps=${JPSYNC_BENCH_REPS:-5}
+quick=${JPSYNC_BENCH_QUICK:-0}
+out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
+prog=$top_builddir/tests/bench/alloc-bench
+pairprog=$top_builddir/tests/bench/alloc-pair
+
+case $reps in ''|*[!0-9]*|0) echo "alloc-bench.sh: bad JPSYNC_BENCH_REPS '$reps'" >&2; exit 2;; esac
+if [ "$quick" = 1 ]; then
+  def_threads="1 8"; def_scale=0.01; pair_n1=10000; pair_n2=110000
+else
+  def_threads="1 2 8 64 300"; def_scale=1; pair_n1=100000; pair_n2=1100000
+fi
+impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc}
+workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc}
+threads_list=${JPSYNC_BENCH_ALLOC_THREADS:-$def_threads}
+scale=${JPSYNC_BENCH_ALLOC_SCALE:-$def_scale}
+do_pair=${JPSYNC_BENCH_ALLOC_PAIR:-1}
+run_timeout=${JPSYNC_BENCH_ALLOC_TIMEOUT:-300}
+
+for p in "$prog" "$pairprog"; do
+  [ -x "$p" ] || { echo "alloc-bench.sh: $p not built (make check builds it)" >&2; exit 2; }
+done
+mkdir -p "$out" || exit 2
+csv=$out/alloc-bench.csv
+notes=$out/alloc-bench.notes
+: > "$notes"
+echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- libraries
+multiarch=$(${CC:-cc} -print-multiarch 2>/dev/null || true)
+libdirs="/usr/lib/$multiarch /lib/$multiarch /usr/lib64 /usr/lib /usr/local/lib"
+
+# find_lib NAME...: the first NAME that exists in a library folder.
+find_lib() {
+  for n in "$@"; do
+    for d in $libdirs; do
+      [ -f "$d/$n" ] && { echo "$d/$n"; return 0; }
+    done
+  done
+  return 1
+}
+
+jpsync_mod=${JPSYNC_BENCH_JPSYNC_PRELOAD:-$top_builddir/shim/.libs/libjpsync-preload.so}
+jpsync_libpath=$top_builddir/lib/.libs	# libjpsync.so.1, uninstalled
+
+# Resolve each implementation to what goes in LD_PRELOAD ("" for glibc) and
+# the object malloc must then come from; note and drop the missing ones.
+active=
+for impl in $impls; do
+  case $impl in
+    jpsync)   lib=$jpsync_mod; [ -f "$lib" ] || lib= ;;
+    glibc)    lib=none ;;
+    jemalloc) lib=$(find_lib libjemalloc.so.2 libjemalloc.so) ;;
+    mimalloc) lib=$(find_lib libmimalloc.so.2 libmimalloc.so.2.0 libmimalloc.so) ;;
+    tcmalloc) lib=$(find_lib libtcmalloc_minimal.so.4 libtcmalloc.so.4 libtcmalloc_minimal.so libtcmalloc.so) ;;
+    *) echo "alloc-bench.sh: unknown implementation '$impl'" >&2; exit 2 ;;
+  esac
+  if [ -z "$lib" ]; then
+    case $impl in
+      jpsync) msg="jpsync: preload module $jpsync_mod not built; jpsync not measured" ;;
+      *) msg="$impl: library not found in $libdirs (scripts/install-deps.sh --all installs it); skipped" ;;
+    esac
+    echo "$msg" >> "$notes"
+    echo "note: $msg" >&2
+    continue
+  fi
+  eval "lib_$impl=\$lib"
+  active="$active $impl"
+done
+[ -n "$active" ] || { echo "alloc-bench.sh: no implementation to run" >&2; exit 2; }
+
+# run_env IMPL CMD...: CMD with IMPL's allocator preloaded.
+run_env() {
+  _impl=$1; shift
+  eval "_lib=\$lib_$_impl"
+  if [ "$_impl" = glibc ]; then
+    env -u LD_PRELOAD "$@"
+  elif [ "$_impl" = jpsync ]; then
+    LD_PRELOAD=$_lib LD_LIBRARY_PATH=$jpsync_libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"
+  else
+    LD_PRELOAD=$_lib "$@"
+  fi
+}
+
+# provider_ok IMPL PATH: malloc came from the intended object.
+provider_ok() {
+  case $1 in
+    glibc) case $2 in */libc.so*|*/libc-*) return 0;; esac ;;
+    jpsync) case $2 in *jpsync*) return 0;; esac ;;
+    *) eval "_lib=\$lib_$1"
+       [ "$(readlink -f "$2" 2>/dev/null)" = "$(readlink -f "$_lib")" ] && return 0 ;;
+  esac
+  return 1
+}
+
+failures=0
+
+# ------------------------------------------------------------ throughput/RSS
+# rotate N WORDS...: the words, starting at the Nth (0-based, modulo count).
+rotate() {
+  _n=$1; shift; _c=$#; _k=$((_n % _c)); _i=0; _head=; _tail=
+  for _w in "$@"; do
+    if [ $_i -lt $_k ]; then _tail="$_tail $_w"; else _head="$_head $_w"; fi
+    _i=$((_i + 1))
+  done
+  echo $_head $_tail
+}
+
+rep=1
+while [ $rep -le "$reps" ]; do
+  for wl in $workloads; do
+    for thr in $threads_list; do
+      echo "alloc-bench: repetition $rep/$reps: $wl, $thr threads" >&2
+      for impl in $(rotate $((rep - 1)) $active); do
+        line=$(run_env "$impl" timeout "$run_timeout" "$prog" -w "$wl" -t "$thr" -s "$scale" 2>"$tmp/err")
+        rc=$?
+        val=$(printf '%s\n' "$line" | sed -n 's/.* ops_per_sec=\([0-9.]*\).*/\1/p')
+        rss=$(printf '%s\n' "$line" | sed -n 's/.* peak_rss_kb=\([0-9]*\).*/\1/p')
+        prov=$(printf '%s\n' "$line" | sed -n 's/.* malloc=\(.*\)$/\1/p')
+        why=
+        if [ $rc -eq 124 ]; then why="timed out after ${run_timeout}s"
+        elif [ $rc -ne 0 ]; then why="exit status $rc"
+        elif [ -z "$val" ] || [ -z "$rss" ]; then why="no result line"
+        elif ! provider_ok "$impl" "$prov"; then why="malloc came from $prov: the preload did not take effect"
+        fi
+        if [ -n "$why" ]; then
+          failures=$((failures + 1))
+          echo "alloc-bench: FAILED: $impl $wl $thr threads repetition $rep: $why" >&2
+          tail -n 5 "$tmp/err" | sed 's/^/  /' >&2
+          echo "alloc-bench,$wl,$thr,$impl,$rep,FAILED,ops/s,higher," >> "$csv"
+        else
+          echo "alloc-bench,$wl,$thr,$impl,$rep,$val,ops/s,higher,$rss" >> "$csv"
+        fi
+      done
+    done
+  done
+  rep=$((rep + 1))
+done
+
+# ------------------------------------------------- instructions per pair
+# Deterministic (same binary, same input, same count whatever the load), so
+# counted once per implementation, as repetition 1.
+if [ "$do_pair" = 0 ]; then
+  :
+elif ! command -v valgrind >/dev/null 2>&1; then
+  msg="pair64-instructions: valgrind not installed; instruction counts skipped"
+  echo "$msg" >> "$notes"; echo "note: $msg" >&2
+else
+  for impl in $active; do
+    echo "alloc-bench: pair64-instructions: $impl" >&2
+    why=; tot1=; tot2=
+    for n in $pair_n1 $pair_n2; do
+      line=$(run_env "$impl" timeout "$run_timeout" valgrind --tool=callgrind \
+        --callgrind-out-file="$tmp/cg.$n" "$pairprog" "$n" 2>"$tmp/err")
+      rc=$?
+      prov=$(printf '%s\n' "$line" | sed -n 's/.* malloc=\(.*\)$/\1/p')
+      tot=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$tmp/cg.$n" 2>/dev/null | head -n 1)
+      [ -n "$tot" ] || tot=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$tmp/cg.$n" 2>/dev/null | head -n 1)
+      if [ $rc -ne 0 ]; then why="exit status $rc under callgrind"
+      elif [ -z "$tot" ]; then why="no callgrind total"
+      elif ! provider_ok "$impl" "$prov"; then why="malloc came from $prov: the preload did not take effect"
+      fi
+      [ -n "$why" ] && break
+      if [ "$n" = "$pair_n1" ]; then tot1=$tot; else tot2=$tot; fi
+      rm -f "$tmp/cg.$n"
+    done
+    if [ -n "$why" ]; then
+      failures=$((failures + 1))
+      echo "alloc-bench: FAILED: $impl pair64-instructions: $why" >&2
+      tail -n 5 "$tmp/err" | sed 's/^/  /' >&2
+      echo "alloc-bench,pair64-instructions,1,$impl,1,FAILED,instructions,lower," >> "$csv"
+    else
+      per=$(awk -v a="$tot1" -v b="$tot2" -v n1="$pair_n1" -v n2="$pair_n2" \
+        'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')
+      echo "alloc-bench,pair64-instructions,1,$impl,1,$per,instructions,lower," >> "$csv"
+    fi
+  done
+fi
+
+# ------------------------------------------------------------------ tables
+awk -F, -v reps="$reps" -v cols="$impls" '
+BEGIN { nim = split(cols, imorder, " ") }   # a column for each, measured or not
+function median(key,    n, i, j, t, a) {
+  n = cnt[key]
+  if (n == 0) return ""
+  for (i = 1; i <= n; i++) a[i] = vals[key, i]
+  for (i = 2; i <= n; i++) {          # insertion sort: a few values
+    t = a[i]
+    for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
+    a[j + 1] = t
+  }
+  return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function cell(key, v, scale, fmt) {
+  if (!(key in seen)) return "-"
+  if (cnt[key] == 0) return "FAILED"
+  return sprintf(fmt, v / scale) (bad[key] ? "!" : "")
+}
+NR == 1 { next }
+{
+  wl = $2; thr = $3; im = $4
+  g = wl SUBSEP thr
+  if (!(g in gseen)) { gseen[g] = 1; gorder[++ng] = g }
+  k = wl SUBSEP thr SUBSEP im
+  seen[k] = 1
+  if ($6 == "FAILED") { bad[k] = 1; next }
+  cnt[k]++; vals[k, cnt[k]] = $6 + 0
+  if ($9 != "") { rcnt[k]++; rvals[k, rcnt[k]] = $9 + 0 }
+}
+function rmedian(key,    n, i, j, t, a) {
+  n = rcnt[key]
+  if (n == 0) return ""
+  for (i = 1; i <= n; i++) a[i] = rvals[key, i]
+  for (i = 2; i <= n; i++) {
+    t = a[i]
+    for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
+    a[j + 1] = t
+  }
+  return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function header(title,    i, s, d) {
+  print ""; print title; print ""
+  s = "| workload | threads |"; d = "|---|---:|"
+  for (i = 1; i <= nim; i++) { s = s " " imorder[i] " |"; d = d "---:|" }
+  print s " jpsync / best peer |"; print d "---|"
+}
+END {
+  # Throughput.
+  header("Throughput: median of " reps " runs, million allocations per second (higher is better)")
+  for (x = 1; x <= ng; x++) {
+    split(gorder[x], p, SUBSEP)
+    if (p[1] == "pair64-instructions") continue
+    s = "| " p[1] " | " p[2] " |"; best = ""; bestim = ""
+    for (i = 1; i <= nim; i++) {
+      k = gorder[x] SUBSEP imorder[i]; m = median(k); med[imorder[i]] = m
+      s = s " " cell(k, m, 1e6, "%.2f") " |"
+      if (imorder[i] != "jpsync" && m != "" && (best == "" || m > best)) { best = m; bestim = imorder[i] }
+    }
+    r = "-"
+    if (med["jpsync"] != "" && best != "" && best > 0) r = sprintf("%.2f (%s)", med["jpsync"] / best, bestim)
+    print s " " r " |"
+  }
+  # Peak RSS.
+  header("Peak RSS: median of " reps " runs, MiB (lower is better); ratio to the leanest of jemalloc, mimalloc, tcmalloc")
+  for (x = 1; x <= ng; x++) {
+    split(gorder[x], p, SUBSEP)
+    if (p[1] == "pair64-instructions") continue
+    s = "| " p[1] " | " p[2] " |"; best = ""; bestim = ""
+    for (i = 1; i <= nim; i++) {
+      im = imorder[i]; k = gorder[x] SUBSEP im; m = rmedian(k); med[im] = m
+      s = s " " cell(k, m, 1024, "%.1f") " |"
+      if ((im == "jemalloc" || im == "mimalloc" || im == "tcmalloc") && m != "" && (best == "" || m < best)) { best = m; bestim = im }
+    }
+    r = "-"
+    if (med["jpsync"] != "" && best != "" && best > 0) r = sprintf("%.2f (%s)", med["jpsync"] / best, bestim)
+    print s " " r " |"
+  }
+  # Instructions per pair.
+  any = 0
+  for (i = 1; i <= nim; i++) if (("pair64-instructions" SUBSEP 1 SUBSEP imorder[i]) in seen) any = 1
+  if (any) {
+    print ""; print "Instructions per free+malloc pair of 64 bytes, one thread (callgrind; lower is better; target for jpsync: < 45)"; print ""
+    s = "|"; d = "|"
+    for (i = 1; i <= nim; i++) { s = s " " imorder[i] " |"; d = d "---:|" }
+    print s " jpsync / best peer |"; print d "---|"
+    s = "|"; best = ""; bestim = ""
+    for (i = 1; i <= nim; i++) {
+      k = "pair64-instructions" SUBSEP 1 SUBSEP imorder[i]; m = median(k); med[imorder[i]] = m
+      s = s " " cell(k, m, 1, "%.1f") " |"
+      if (imorder[i] != "jpsync" && m != "" && (best == "" || m < best)) { best = m; bestim = imorder[i] }
+    }
+    r = "-"
+    if (med["jpsync"] != "" && best != "" && best > 0) r = sprintf("%.2f (%s)", med["jpsync"] / best, bestim)
+    print s " " r " |"
+  }
+  print ""
+  print "(\"!\": some runs of that cell failed; \"-\": not measured; see alloc-bench.notes)"
+}' "$csv"
+
+if [ -s "$notes" ]; then
+  echo ""
+  echo "Notes:"
+  sed 's/^/  /' "$notes"
+fi
+echo ""
+echo "CSV: $csv"
+if [ $failures -ne 0 ]; then
+  echo "alloc-bench: $failures run(s) FAILED" >&2
+  exit 1
+fi
+exit 0

@@ -1,0 +1,76 @@
+#!/bin/sh
+# queue-bench.sh - the driver of queue-bench (see tests/bench/README):
+# throughput of jp_spsc/jp_mpsc/jp_mpmc against ck_ring and a pthread_mutex
+# ring, producers:consumers 1:1, 2:1, 2:2 and 4:4, interleaved and repeated.
+set -u
+: "${top_builddir:=.}"
+REPS=${JPSYNC_BENCH_REPS:-5}
+QUICK=${JPSYNC_BENCH_QUICK:-0}
+OUT=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
+prog="$top_builddir/tests/bench/queue-bench"
+name=queue-bench
+mkdir -p "$OUT"
+csv="$OUT/$name.csv"
+notes="$OUT/$name.notes"
+echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
+: > "$notes"
+
+items=2000000
+workloads="spsc:1:1 mpsc:1:1 mpsc:2:1 mpmc:1:1 mpmc:2:1 mpmc:2:2 mpmc:4:4"
+if [ "$QUICK" = 1 ]; then
+  items=100000
+  workloads="spsc:1:1 mpsc:2:1 mpmc:2:2"
+fi
+
+impls=""
+for impl in jpsync ck_ring pthread_mutex; do
+  "$prog" "$impl" spsc 1 1 10 > /dev/null 2>&1
+  case $? in
+    0) impls="$impls $impl" ;;
+    77) echo "$impl: not available in this build (Concurrency Kit's <ck_ring.h> missing, or a sanitizer build); skipped" >> "$notes" ;;
+    *) echo "$impl: does not run; skipped" >> "$notes" ;;
+  esac
+done
+
+fail=0
+rep=1
+while [ "$rep" -le "$REPS" ]; do
+  for w in $workloads; do
+    kind=${w%%:*}; pc=${w#*:}; p=${pc%%:*}; c=${pc#*:}
+    for impl in $impls; do
+      if out=$("$prog" "$impl" "$kind" "$p" "$c" "$items" 2>/dev/null); then
+        set -- $out
+        echo "$name,${kind}_${p}p${c}c,$((p + c)),$impl,$rep,$1,Mitems/s,higher,$2" >> "$csv"
+      else
+        echo "$name,${kind}_${p}p${c}c,$((p + c)),$impl,$rep,FAILED,Mitems/s,higher," >> "$csv"
+        fail=1
+      fi
+    done
+  done
+  rep=$((rep + 1))
+done
+
+# Medians, and jpsync against the best peer of the same workload.
+awk -F, -v ours=jpsync '
+NR == 1 { next }
+$6 != "FAILED" { v[$2 SUBSEP $4] = v[$2 SUBSEP $4] " " $6; if (!($2 in seenw)) { seenw[$2] = 1; w[nw++] = $2 } if (!($4 in seeni)) { seeni[$4] = 1; im[ni++] = $4 } }
+function median(s,   n, a, i, j, t) {
+  n = split(s, a, " ")
+  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+END {
+  printf "%-14s", "workload"; for (i = 0; i < ni; i++) printf " %14s", im[i]; printf " %18s\n", "jpsync/best peer"
+  for (k = 0; k < nw; k++) {
+    printf "%-14s", w[k]; best = 0; mine = 0
+    for (i = 0; i < ni; i++) {
+      key = w[k] SUBSEP im[i]
+      if (key in v) { m = median(v[key]); printf " %14.2f", m; if (im[i] == ours) mine = m; else if (m > best) best = m }
+      else printf " %14s", "-"
+    }
+    if (best > 0) printf " %17.2fx\n", mine / best; else printf " %18s\n", "-"
+  }
+  print "(million elements per second, medians)"
+}' "$csv"
+[ -s "$notes" ] && cat "$notes"
+exit $fail

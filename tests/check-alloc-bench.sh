@@ -1,0 +1,67 @@
+#!/bin/sh
+# The allocator benchmark still works: every workload of tests/bench/alloc-bench
+# runs at a tiny size on glibc's malloc (1 and 3 threads), prints its result
+# line and passes its own pattern check; a bad option is refused; and the
+# driver, in quick mode on glibc alone, writes the contract's CSV header and
+# one valid row per run, and prints the median table.  Speed is not checked
+# here (tests/bench/README: make bench).
+set -eu
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi
+prog=$top_builddir/tests/bench/alloc-bench
+[ -x "$prog" ] || { echo "FAIL: $prog not built"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+for wl in balanced alloc-heavy small xthread larson realloc; do
+  for t in 1 3; do
+    if line=$(env -u LD_PRELOAD "$prog" -w "$wl" -t "$t" -n 20000 2>"$tmp/err"); then
+      case $line in
+        "alloc-bench: workload=$wl threads=$t ops="*" ops_per_sec="*" peak_rss_kb="*" malloc="*)
+          echo "ok: $wl, $t threads: ${line#alloc-bench: }" ;;
+        *) echo "FAIL: $wl, $t threads: unexpected output '$line'"; fail=1 ;;
+      esac
+    else
+      echo "FAIL: $wl, $t threads: exit status $?"; cat "$tmp/err"; fail=1
+    fi
+  done
+done
+
+if "$prog" -w no-such-workload >/dev/null 2>"$tmp/err"; then
+  echo "FAIL: an unknown workload was accepted"; fail=1
+elif grep -q "unknown workload 'no-such-workload'" "$tmp/err"; then
+  echo "ok: an unknown workload is refused"
+else
+  echo "FAIL: no clear message for an unknown workload:"; cat "$tmp/err"; fail=1
+fi
+
+# The driver, as make bench runs it, on glibc alone, one repetition.  In a
+# sanitizer build malloc is the sanitizer's, which the driver rightly reports
+# as "not glibc": the driver part is for normal builds.
+if [ -n "${SANITIZERS:-}" ]; then
+  echo "skip: the driver check in a sanitizer build ($SANITIZERS)"
+elif JPSYNC_BENCH_QUICK=1 JPSYNC_BENCH_REPS=1 JPSYNC_BENCH_OUT="$tmp/out" \
+   JPSYNC_BENCH_ALLOC_IMPLS=glibc JPSYNC_BENCH_ALLOC_THREADS="1 2" \
+   JPSYNC_BENCH_ALLOC_SCALE=0.002 JPSYNC_BENCH_ALLOC_PAIR=0 \
+   top_srcdir="$top_srcdir" top_builddir="$top_builddir" \
+   sh "$top_srcdir/tests/bench/alloc-bench.sh" >"$tmp/table" 2>"$tmp/err"; then
+  csv=$tmp/out/alloc-bench.csv
+  hdr='benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb'
+  if [ "$(head -n 1 "$csv")" != "$hdr" ]; then
+    echo "FAIL: CSV header is '$(head -n 1 "$csv")'"; fail=1
+  fi
+  rows=$(tail -n +2 "$csv" | grep -c '^alloc-bench,[a-z-]*,[12],glibc,1,[0-9][0-9.]*,ops/s,higher,[0-9][0-9]*$' || true)
+  if [ "$rows" -eq 12 ] && [ "$(wc -l < "$csv")" -eq 13 ]; then
+    echo "ok: the driver wrote 12 valid rows"
+  else
+    echo "FAIL: expected 12 valid rows, got $rows:"; cat "$csv"; fail=1
+  fi
+  if grep -q '^| realloc | 2 | [0-9]' "$tmp/table"; then
+    echo "ok: the driver printed the median table"
+  else
+    echo "FAIL: no median table:"; cat "$tmp/table"; fail=1
+  fi
+else
+  echo "FAIL: the driver failed:"; cat "$tmp/err" "$tmp/table"; fail=1
+fi
+exit $fail

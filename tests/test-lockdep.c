@@ -1,0 +1,283 @@
+/* test-lockdep.c - lock-order checking (white-box: turns it on in a child). */
+#include <jpsync/hammer.h>
+#include <jpsync/mutex.h>
+
+#include "sync.h"
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * ThreadSanitizer sees jp_mutex too (its annotations), and reports the
+ * deliberate inversion and the unlock by a wrong thread itself, exiting
+ * with 66: accepted in the TSan build, where lockdep's report is still
+ * checked.
+ */
+#if defined(__SANITIZE_THREAD__)
+# define TSAN_BUILD 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define TSAN_BUILD 1
+# endif
+#endif
+#ifdef TSAN_BUILD
+# define MISUSE_OK(r) ((r).exited && ((r).status == 0 || (r).status == 66))
+#else
+# define MISUSE_OK(r) ((r).exited && (r).status == 0)
+#endif
+
+static jp_mutex_t ma = JP_MUTEX_INIT, mb = JP_MUTEX_INIT, mc = JP_MUTEX_INIT;
+
+static unsigned count(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+static bool has_addr(const char *err, const void *p)
+{
+	char hex[32];
+
+	snprintf(hex, sizeof hex, "%p", p);
+	return strstr(err, hex) != NULL;
+}
+
+static void *a_then_b(void *arg)
+{
+	(void)arg;
+	jp_mutex_lock(&ma);
+	jp_mutex_lock(&mb);
+	jp_mutex_unlock(&mb);
+	jp_mutex_unlock(&ma);
+	return NULL;
+}
+
+static void *b_then_a(void *arg)
+{
+	(void)arg;
+	jp_mutex_lock(&mb);
+	jp_mutex_lock(&ma);
+	jp_mutex_unlock(&ma);
+	jp_mutex_unlock(&mb);
+	return NULL;
+}
+
+static void run_thread(void *(*fn)(void *))
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, NULL) == 0)
+		pthread_join(t, NULL);
+}
+
+/* The blog's inversion, taken one thread after the other: no deadlock. */
+static void child_inversion(void *arg)
+{
+	(void)arg;
+	jp__sync_force_lockdep(true);
+	for (int i = 0; i < 3; i++) {
+		run_thread(a_then_b);
+		run_thread(b_then_a);
+	}
+}
+
+static void test_inversion_reported(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_inversion, NULL, &r), 0);
+	CU_ASSERT(MISUSE_OK(r));
+	CU_ASSERT_EQUAL(count(r.err, "jpsync: lockdep: lock order inversion"), 1);
+	CU_ASSERT(has_addr(r.err, &ma));
+	CU_ASSERT(has_addr(r.err, &mb));
+	/* Both acquisitions of both orders, each with its code address. */
+	CU_ASSERT_EQUAL(count(r.err, "lockdep:     while holding mutex"), 2);
+	CU_ASSERT(count(r.err, " (0x") >= 4);
+	CU_ASSERT(strstr(r.err, "can deadlock") != NULL);
+}
+
+static void consistent_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	(void)ctx; (void)iter;
+	jp_mutex_lock(&ma);
+	if (thread & 1) {
+		jp_mutex_lock(&mb);
+		jp_mutex_lock(&mc);
+		jp_mutex_unlock(&mc);
+		jp_mutex_unlock(&mb);
+	} else {
+		jp_mutex_lock(&mc);
+		jp_mutex_unlock(&mc);
+	}
+	jp_mutex_unlock(&ma);
+}
+
+static void child_consistent(void *arg)
+{
+	jp_cond_t c = JP_COND_INIT;
+	struct timespec d;
+
+	(void)arg;
+	jp__sync_force_lockdep(true);
+	jp_hammer(4, 200, consistent_body, NULL);
+	/* A timed condition wait releases and retakes its mutex: no report. */
+	jp_mutex_lock(&ma);
+	jp_test_deadline_ms(&d, 5);
+	while (jp_cond_timedwait(&c, &ma, &d) == 0)
+		;
+	jp_mutex_unlock(&ma);
+	/* trylock nested inside another mutex is fine as well */
+	jp_mutex_lock(&mb);
+	if (jp_mutex_trylock(&mc) == 0)
+		jp_mutex_unlock(&mc);
+	jp_mutex_unlock(&mb);
+}
+
+static void test_consistent_silent(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_consistent, NULL, &r), 0);
+	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT_STRING_EQUAL(r.err, "");
+}
+
+/* After destroy, the orders a mutex took part in are forgotten. */
+static void child_destroyed(void *arg)
+{
+	jp_mutex_t x, y;
+
+	(void)arg;
+	jp__sync_force_lockdep(true);
+	jp_mutex_init(&x);
+	jp_mutex_init(&y);
+	jp_mutex_lock(&x);
+	jp_mutex_lock(&y);
+	jp_mutex_unlock(&y);
+	jp_mutex_unlock(&x);
+	jp_mutex_destroy(&x);
+	jp_mutex_destroy(&y);
+	/* The same memory, new mutexes, the other order: no report. */
+	jp_mutex_init(&x);
+	jp_mutex_init(&y);
+	jp_mutex_lock(&y);
+	jp_mutex_lock(&x);
+	jp_mutex_unlock(&x);
+	jp_mutex_unlock(&y);
+}
+
+static void test_destroy_forgets(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_destroyed, NULL, &r), 0);
+	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT_STRING_EQUAL(r.err, "");
+}
+
+static void *take_a(void *arg)
+{
+	(void)arg;
+	jp_mutex_lock(&ma);
+	return NULL;		/* exits holding ma */
+}
+
+static void child_unlock_not_held(void *arg)
+{
+	(void)arg;
+	jp__sync_force_lockdep(true);
+	run_thread(take_a);	/* also: a thread exits holding ma */
+	jp_mutex_unlock(&ma);	/* this thread never took it */
+}
+
+static void test_unlock_not_held(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_unlock_not_held, NULL, &r), 0);
+	CU_ASSERT(MISUSE_OK(r));
+	CU_ASSERT_EQUAL(count(r.err, "exits holding mutex"), 1);
+	CU_ASSERT_EQUAL(count(r.err, "that it does not hold"), 1);
+	CU_ASSERT(has_addr(r.err, &ma));
+}
+
+static void child_self(void *arg)
+{
+	(void)arg;
+	jp__sync_force_lockdep(true);
+	jp_mutex_lock(&mc);
+	/* Would deadlock if it went on to lock; lockdep reports before. */
+	jp__lockdep_before_lock(&mc, NULL);
+	jp_mutex_unlock(&mc);
+}
+
+static void test_self_deadlock(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_self, NULL, &r), 0);
+	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT_EQUAL(count(r.err, "self-deadlock"), 1);
+}
+
+/* Lockdep on does not change what the mutex does. */
+struct counter {
+	jp_mutex_t m;
+	uint64_t n;
+};
+
+static void count_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct counter *c = ctx;
+
+	(void)thread; (void)iter;
+	jp_mutex_lock(&c->m);
+	c->n++;
+	jp_mutex_unlock(&c->m);
+}
+
+static void child_counter(void *arg)
+{
+	struct counter c = { .m = JP_MUTEX_INIT };
+	uint64_t iters = *(uint64_t *)arg;
+
+	jp__sync_force_lockdep(true);
+	jp_hammer(4, iters, count_body, &c);
+	if (c.n != 4 * iters)
+		fprintf(stderr, "counter %llu, expected %llu\n",
+			(unsigned long long)c.n, (unsigned long long)(4 * iters));
+}
+
+static void test_counter_with_lockdep(void)
+{
+	struct jp_child_result r;
+	uint64_t iters = jp_test_scaled(20000, 100);
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_counter, &iters, &r), 0);
+	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT_STRING_EQUAL(r.err, "");
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "two-lock inversion: one report, both sites", test_inversion_reported },
+		{ "consistent order, cond waits, trylock: silent", test_consistent_silent },
+		{ "destroy forgets the orders of a mutex", test_destroy_forgets },
+		{ "unlock not held, exit holding: reported", test_unlock_not_held },
+		{ "locking a mutex already held: reported", test_self_deadlock },
+		{ "a counter stays exact with lockdep on", test_counter_with_lockdep },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "lockdep", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+
+	return jp_test_run(suites);
+}

@@ -1,0 +1,241 @@
+/* test-mutex.c - jp_mutex: exclusion, trylock, timedlock. */
+#include <jpsync/hammer.h>
+#include <jpsync/mutex.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_layout(void)
+{
+	jp_mutex_t m = JP_MUTEX_INIT;
+	jp_cond_t c = JP_COND_INIT;
+
+	CU_ASSERT_EQUAL(sizeof(jp_mutex_t), 4);
+	CU_ASSERT_EQUAL(sizeof(jp_cond_t), 4);
+	CU_ASSERT_EQUAL(m.word, 0);
+	CU_ASSERT_EQUAL(c.seq, 0);
+}
+
+/* ---- a plain counter under the mutex is exact ------------------------- */
+
+struct counter {
+	jp_mutex_t m;
+	uint64_t n;		/* plain: the mutex is what protects it */
+	uint64_t per_thread[64];
+};
+
+static void count_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct counter *c = ctx;
+
+	(void)iter;
+	jp_mutex_lock(&c->m);
+	c->n++;
+	c->per_thread[thread % 64]++;
+	jp_mutex_unlock(&c->m);
+}
+
+static void test_counter_exact(void)
+{
+	static const unsigned threads[] = { 1, 2, 4, 8, 17 };
+
+	for (unsigned i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+		struct counter c = { .m = JP_MUTEX_INIT };
+		uint64_t iters = jp_test_scaled(40000, 200);
+
+		CU_ASSERT_EQUAL_FATAL(jp_hammer(threads[i], iters, count_body, &c), 0);
+		CU_ASSERT_EQUAL(c.n, threads[i] * iters);
+		CU_ASSERT_EQUAL(c.m.word, 0);	/* free, and nobody recorded asleep */
+	}
+}
+
+/* Lock, trylock and timedlock mixed on one mutex: still exact. */
+static void mixed_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct counter *c = ctx;
+	struct timespec d;
+
+	switch ((iter + thread) % 3) {
+	case 0:
+		jp_mutex_lock(&c->m);
+		break;
+	case 1:
+		while (jp_mutex_trylock(&c->m) != 0)
+			sched_yield();
+		break;
+	default:
+		jp_test_deadline_ms(&d, 10);
+		while (jp_mutex_timedlock(&c->m, &d) != 0)
+			jp_test_deadline_ms(&d, 10);
+		break;
+	}
+	c->n++;
+	jp_mutex_unlock(&c->m);
+}
+
+static void test_mixed_exact(void)
+{
+	struct counter c;
+	uint64_t iters = jp_test_scaled(20000, 100);
+
+	jp_mutex_init(&c.m);
+	c.n = 0;
+	CU_ASSERT_EQUAL_FATAL(jp_hammer(6, iters, mixed_body, &c), 0);
+	CU_ASSERT_EQUAL(c.n, 6 * iters);
+	jp_mutex_destroy(&c.m);
+}
+
+/* ---- trylock ---------------------------------------------------------- */
+
+struct holder {
+	jp_mutex_t *m;
+	_Atomic int state;	/* 1: holding; 2: asked to release; 3: releasing */
+	long hold_ms;		/* > 0: release by itself after this long */
+};
+
+static void *hold_thread(void *arg)
+{
+	struct holder *h = arg;
+
+	jp_mutex_lock(h->m);
+	atomic_store(&h->state, 1);
+	if (h->hold_ms > 0) {
+		usleep((useconds_t)h->hold_ms * 1000);
+	} else {
+		while (atomic_load(&h->state) != 2)
+			usleep(1000);
+	}
+	atomic_store(&h->state, 3);	/* 3 before the unlock: the locker sees it */
+	jp_mutex_unlock(h->m);
+	return NULL;
+}
+
+static void start_holder(pthread_t *t, struct holder *h)
+{
+	CU_ASSERT_EQUAL_FATAL(pthread_create(t, NULL, hold_thread, h), 0);
+	while (atomic_load(&h->state) != 1)
+		usleep(500);
+}
+
+static void test_trylock(void)
+{
+	jp_mutex_t m = JP_MUTEX_INIT;
+	struct holder h = { .m = &m };
+	pthread_t t;
+
+	CU_ASSERT_EQUAL(jp_mutex_trylock(&m), 0);
+	CU_ASSERT_EQUAL(jp_mutex_trylock(&m), EBUSY);	/* not recursive */
+	jp_mutex_unlock(&m);
+
+	start_holder(&t, &h);
+	CU_ASSERT_EQUAL(jp_mutex_trylock(&m), EBUSY);
+	atomic_store(&h.state, 2);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(jp_mutex_trylock(&m), 0);
+	jp_mutex_unlock(&m);
+}
+
+/* ---- timedlock -------------------------------------------------------- */
+
+static void test_timedlock_expires(void)
+{
+	jp_mutex_t m = JP_MUTEX_INIT;
+	struct holder h = { .m = &m };
+	struct timespec d;
+	pthread_t t;
+	double t0, t1;
+
+	start_holder(&t, &h);
+	t0 = now_s();
+	jp_test_deadline_ms(&d, 50);
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &d), ETIMEDOUT);
+	t1 = now_s();
+	CU_ASSERT(t1 - t0 >= 0.049);
+	/* A deadline already past: at once. */
+	jp_test_deadline_ms(&d, -10);
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &d), ETIMEDOUT);
+	/* A malformed deadline, when it would have to wait. */
+	d.tv_nsec = 1000000000L;
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &d), EINVAL);
+	d.tv_nsec = -1;
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &d), EINVAL);
+	atomic_store(&h.state, 2);
+	pthread_join(t, NULL);
+	/* The mutex still works after timed-out waiters left their mark. */
+	CU_ASSERT_EQUAL(jp_mutex_trylock(&m), 0);
+	jp_mutex_unlock(&m);
+	CU_ASSERT_EQUAL(m.word, 0);
+}
+
+static void test_timedlock_succeeds(void)
+{
+	jp_mutex_t m = JP_MUTEX_INIT;
+	struct holder h = { .m = &m, .hold_ms = 30 };
+	struct timespec d;
+	pthread_t t;
+
+	/* Free: succeeds at once, even with a deadline in the past or NULL. */
+	jp_test_deadline_ms(&d, -1000);
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &d), 0);
+	jp_mutex_unlock(&m);
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, NULL), 0);
+	jp_mutex_unlock(&m);
+
+	/* Held for 30 ms, released well before the deadline. */
+	start_holder(&t, &h);
+	jp_test_deadline_ms(&d, 10000);
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &d), 0);
+	CU_ASSERT_EQUAL(atomic_load(&h.state), 3);
+	jp_mutex_unlock(&m);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(m.word, 0);
+}
+
+/* ---- a waiter asleep in the kernel is woken by unlock ----------------- */
+
+static void test_sleeper_woken(void)
+{
+	jp_mutex_t m = JP_MUTEX_INIT;
+	struct holder h = { .m = &m, .hold_ms = 50 };
+	pthread_t t;
+
+	start_holder(&t, &h);
+	jp_mutex_lock(&m);	/* spins, then sleeps until the holder leaves */
+	CU_ASSERT_EQUAL(atomic_load(&h.state), 3);
+	jp_mutex_unlock(&m);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(m.word, 0);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "layout and static initialisers", test_layout },
+		{ "counter exact at 1, 2, 4, 8, 17 threads", test_counter_exact },
+		{ "lock, trylock, timedlock mixed: exact", test_mixed_exact },
+		{ "trylock returns EBUSY when held", test_trylock },
+		{ "timedlock expires with ETIMEDOUT", test_timedlock_expires },
+		{ "timedlock succeeds before its deadline", test_timedlock_succeeds },
+		{ "a sleeping locker is woken by unlock", test_sleeper_woken },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "jp_mutex", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+
+	return jp_test_run(suites);
+}

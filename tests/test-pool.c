@@ -1,0 +1,347 @@
+/* test-pool.c - jp_pool, with and without the thread cache. */
+#include <jpsync/hammer.h>
+#include <jpsync/pool.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const unsigned modes[] = { 0, JP_POOL_THREAD_CACHE };
+
+static void test_alignment_and_capacity(void)
+{
+	static const struct { size_t size, align; } cases[] = {
+		{ 1, 16 }, { 24, 16 }, { 48, 16 }, { 64, 64 }, { 96, 32 },
+		{ 128, 128 }, { 4096, 4096 }, { 8192, 8192 }, { 100, 16 },
+	};
+
+	for (size_t m = 0; m < 2; m++) {
+		for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+			jp_pool_t *p = jp_pool_create(cases[c].size, 10, modes[m]);
+			void *objs[16];
+
+			CU_ASSERT_FATAL(p != NULL);
+			CU_ASSERT_EQUAL(jp_pool_capacity(p), 16);
+			for (int i = 0; i < 16; i++) {
+				objs[i] = jp_pool_get(p);
+				CU_ASSERT_FATAL(objs[i] != NULL);
+				CU_ASSERT_EQUAL((uintptr_t)objs[i] % cases[c].align, 0);
+				memset(objs[i], i, cases[c].size);	/* all of it is ours */
+				for (int j = 0; j < i; j++)
+					CU_ASSERT(objs[j] != objs[i]);
+			}
+			for (int i = 0; i < 16; i++)
+				CU_ASSERT_EQUAL(*(unsigned char *)objs[i], i);	/* no overlap */
+			jp_pool_put_batch(p, objs, 16);
+			jp_pool_destroy(p);
+		}
+	}
+}
+
+static void test_exhaustion(void)
+{
+	for (size_t m = 0; m < 2; m++) {
+		jp_pool_t *p = jp_pool_create(32, 64, modes[m]);
+		void *objs[64], *extra[8];
+
+		CU_ASSERT_FATAL(p != NULL);
+		for (int i = 0; i < 64; i++)
+			CU_ASSERT_FATAL((objs[i] = jp_pool_get(p)) != NULL);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(jp_pool_get(p));
+		CU_ASSERT_EQUAL(errno, ENOMEM);
+		errno = 0;
+		CU_ASSERT_EQUAL(jp_pool_get_batch(p, extra, 8), 0);
+		CU_ASSERT_EQUAL(errno, ENOMEM);
+		jp_pool_put(p, objs[5]);
+		CU_ASSERT_PTR_EQUAL(jp_pool_get(p), objs[5]);
+		jp_pool_put_batch(p, objs, 64);
+		/* Batches: 40 then 24 then none. */
+		void *b[64];
+		CU_ASSERT_EQUAL(jp_pool_get_batch(p, b, 40), 40);
+		CU_ASSERT_EQUAL(jp_pool_get_batch(p, b + 40, 40), 24);
+		jp_pool_put_batch(p, b, 64);
+		jp_pool_put(p, NULL);			/* ignored, as free(NULL) */
+		jp_pool_destroy(p);
+	}
+}
+
+static void test_bad_arguments(void)
+{
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_create(0, 8, 0));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_create(8, 0, 0));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_create(8, SIZE_MAX, 0));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_create(SIZE_MAX, 8, 0));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_create(8, 8, 0x80));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_get(NULL));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	CU_ASSERT_EQUAL(jp_pool_capacity(NULL), 0);
+	jp_pool_put(NULL, NULL);
+	jp_pool_destroy(NULL);
+}
+
+/* The stamp test of the harness: no object is handed to two threads at once. */
+struct stamp {
+	jp_pool_t *p;
+	_Atomic uint64_t collisions, misses;
+};
+
+static void stamp_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct stamp *s = ctx;
+	uint64_t *o;
+
+	while ((o = jp_pool_get(s->p)) == NULL) {
+		atomic_fetch_add(&s->misses, 1);
+		sched_yield();
+	}
+	o[0] = thread;
+	o[1] = iter;
+	sched_yield();
+	if (o[0] != thread || o[1] != iter)
+		atomic_fetch_add(&s->collisions, 1);
+	jp_pool_put(s->p, o);
+}
+
+static void test_stamp(void)
+{
+	uint64_t iters = jp_test_scaled(20000, 100);
+
+	for (size_t m = 0; m < 2; m++) {
+		struct stamp s;
+
+		memset(&s, 0, sizeof s);
+		/* Fewer objects than a thread cache per thread would like. */
+		s.p = jp_pool_create(64, 32, modes[m]);
+		CU_ASSERT_FATAL(s.p != NULL);
+		CU_ASSERT_EQUAL(jp_hammer(8, iters, stamp_body, &s), 0);
+		CU_ASSERT_EQUAL(atomic_load(&s.collisions), 0);
+		jp_pool_destroy(s.p);
+	}
+}
+
+/* Batches moving between threads. */
+static void batch_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct stamp *s = ctx;
+	uint64_t *o[5];
+	size_t n = jp_pool_get_batch(s->p, (void **)o, 5);
+
+	for (size_t i = 0; i < n; i++) {
+		o[i][0] = thread;
+		o[i][1] = iter;
+	}
+	sched_yield();
+	for (size_t i = 0; i < n; i++)
+		if (o[i][0] != thread || o[i][1] != iter)
+			atomic_fetch_add(&s->collisions, 1);
+	jp_pool_put_batch(s->p, (void *const *)o, n);
+}
+
+static void test_batch_stamp(void)
+{
+	uint64_t iters = jp_test_scaled(10000, 100);
+
+	for (size_t m = 0; m < 2; m++) {
+		struct stamp s;
+		void *all[64];
+
+		memset(&s, 0, sizeof s);
+		s.p = jp_pool_create(64, 64, modes[m]);
+		CU_ASSERT_FATAL(s.p != NULL);
+		CU_ASSERT_EQUAL(jp_hammer(6, iters, batch_body, &s), 0);
+		CU_ASSERT_EQUAL(atomic_load(&s.collisions), 0);
+		/* Nothing lost: the hammer threads have exited. */
+		CU_ASSERT_EQUAL(jp_pool_get_batch(s.p, all, 64), 64);
+		jp_pool_destroy(s.p);
+	}
+}
+
+/* After 100 threads took and returned objects and exited, all is back. */
+static void *take_and_return(void *arg)
+{
+	jp_pool_t *p = arg;
+	void *o[5];
+
+	for (int i = 0; i < 5; i++)
+		o[i] = jp_pool_get(p);
+	for (int i = 0; i < 5; i++)
+		jp_pool_put(p, o[i]);
+	return o[0];
+}
+
+static void test_thread_exit_returns_cache(void)
+{
+	jp_pool_t *p = jp_pool_create(32, 256, JP_POOL_THREAD_CACHE);
+	void *all[256];
+
+	CU_ASSERT_FATAL(p != NULL);
+	for (int i = 0; i < 100; i++) {
+		pthread_t t;
+		void *r;
+
+		CU_ASSERT_FATAL(pthread_create(&t, NULL, take_and_return, p) == 0);
+		pthread_join(t, &r);
+		CU_ASSERT(r != NULL);
+	}
+	CU_ASSERT_EQUAL(jp_pool_get_batch(p, all, 256), 256);
+	jp_pool_put_batch(p, all, 256);
+	jp_pool_destroy(p);
+}
+
+/* Threads that hold caches outlive the pool: their exit must not touch it. */
+struct outlive {
+	jp_pool_t *p;
+	pthread_barrier_t used, destroyed;
+};
+
+static void *use_then_wait(void *arg)
+{
+	struct outlive *o = arg;
+	void *obj = jp_pool_get(o->p);
+
+	jp_pool_put(o->p, obj);
+	pthread_barrier_wait(&o->used);
+	pthread_barrier_wait(&o->destroyed);
+	/* A new pool, maybe at the same address: a fresh cache, not the old. */
+	jp_pool_t *q = jp_pool_create(64, 8, JP_POOL_THREAD_CACHE);
+	void *x = jp_pool_get(q);
+	jp_pool_put(q, x);
+	jp_pool_destroy(q);
+	return x;
+}
+
+static void test_destroy_before_thread_exit(void)
+{
+	struct outlive o;
+	pthread_t t[4];
+
+	o.p = jp_pool_create(64, 64, JP_POOL_THREAD_CACHE);
+	CU_ASSERT_FATAL(o.p != NULL);
+	pthread_barrier_init(&o.used, NULL, 5);
+	pthread_barrier_init(&o.destroyed, NULL, 5);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, use_then_wait, &o) == 0);
+	pthread_barrier_wait(&o.used);
+	jp_pool_destroy(o.p);
+	pthread_barrier_wait(&o.destroyed);
+	for (int i = 0; i < 4; i++) {
+		void *r;
+
+		pthread_join(t[i], &r);
+		CU_ASSERT(r != NULL);
+	}
+	pthread_barrier_destroy(&o.used);
+	pthread_barrier_destroy(&o.destroyed);
+}
+
+/* ---- misuse is caught ---------------------------------------------------- */
+
+static void put_foreign(void *arg)
+{
+	jp_pool_t *p = jp_pool_create(64, 8, (unsigned)(uintptr_t)arg);
+	static char elsewhere[64];
+
+	jp_pool_put(p, elsewhere);
+}
+
+static void test_foreign_put_aborts(void)
+{
+	struct jp_child_result r;
+
+	for (size_t m = 0; m < 2; m++) {
+		CU_ASSERT_FATAL(jp_test_child(put_foreign, (void *)(uintptr_t)modes[m], &r) == 0);
+		CU_ASSERT(r.signaled && r.sig == SIGABRT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "jp_pool_put of a pointer not from this pool"));
+	}
+}
+
+/*
+ * JPSYNC_CHECK is read once per process, so the checked cases run in a new
+ * image of this program (see main) with the variable set.
+ */
+static const char *self_path;
+
+static void exec_checked(void *arg)
+{
+	setenv("JPSYNC_CHECK", "1", 1);
+	execl(self_path, self_path, (const char *)arg, (char *)NULL);
+	_exit(99);
+}
+
+static int checked_case(const char *which)
+{
+	jp_pool_t *p = jp_pool_create(48, 8, strstr(which, "cache") ? JP_POOL_THREAD_CACHE : 0);
+	char *o = jp_pool_get(p);
+
+	if (strstr(which, "inside"))
+		jp_pool_put(p, o + 8);		/* inside the pool, not an object */
+	else {
+		jp_pool_put(p, o);
+		jp_pool_put(p, o);		/* twice */
+	}
+	return 0;
+}
+
+static void test_checked_misuse_aborts(void)
+{
+	static const char *cases[] = { "--inside", "--twice", "--inside-cache", "--twice-cache" };
+	struct jp_child_result r;
+
+	if (jp_test_on_valgrind()) {
+		/* The exec'd image would run outside valgrind: nothing to learn. */
+		return;
+	}
+	for (size_t i = 0; i < 4; i++) {
+		CU_ASSERT_FATAL(jp_test_child(exec_checked, (void *)cases[i], &r) == 0);
+		CU_ASSERT(r.signaled && r.sig == SIGABRT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.err, strstr(cases[i], "twice")
+				? "jp_pool_put of an object already in the pool"
+				: "jp_pool_put of a pointer not from this pool"));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		return checked_case(argv[1]);
+	self_path = "/proc/self/exe";
+	(void)argv;
+
+	CU_TestInfo tests[] = {
+		{ "objects aligned, capacity rounded up", test_alignment_and_capacity },
+		{ "exhaustion gives ENOMEM, batches", test_exhaustion },
+		{ "bad arguments give EINVAL", test_bad_arguments },
+		{ "stamp test: no object handed to two threads", test_stamp },
+		{ "stamp test with batches, nothing lost", test_batch_stamp },
+		{ "thread exit returns the thread cache", test_thread_exit_returns_cache },
+		{ "pool destroyed before its threads exit", test_destroy_before_thread_exit },
+		{ "foreign put aborts", test_foreign_put_aborts },
+		{ "JPSYNC_CHECK catches bad and double puts", test_checked_misuse_aborts },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "pool", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return jp_test_run(suites);
+}

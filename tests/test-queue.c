@@ -1,0 +1,516 @@
+/* test-queue.c - jp_spsc, jp_mpsc and jp_mpmc. */
+#include <jpsync/hammer.h>
+#include <jpsync/queue.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The three kinds behind one table, so every case runs on each. */
+struct qops {
+	const char *name;
+	int multi_prod, multi_cons;
+	void *(*create)(size_t, size_t);
+	void (*destroy)(void *);
+	int (*try_push)(void *, const void *);
+	int (*try_pop)(void *, void *);
+	int (*push)(void *, const void *, const struct timespec *);
+	int (*pop)(void *, void *, const struct timespec *);
+	size_t (*push_bulk)(void *, const void *, size_t);
+	size_t (*pop_bulk)(void *, void *, size_t);
+	void (*close)(void *);
+	size_t (*size)(const void *);
+	size_t (*capacity)(const void *);
+};
+
+#define OPS(k, mp, mc) { #k, mp, mc, \
+	(void *(*)(size_t, size_t))jp_##k##_create, (void (*)(void *))jp_##k##_destroy, \
+	(int (*)(void *, const void *))jp_##k##_try_push, (int (*)(void *, void *))jp_##k##_try_pop, \
+	(int (*)(void *, const void *, const struct timespec *))jp_##k##_push, \
+	(int (*)(void *, void *, const struct timespec *))jp_##k##_pop, \
+	(size_t (*)(void *, const void *, size_t))jp_##k##_push_bulk, \
+	(size_t (*)(void *, void *, size_t))jp_##k##_pop_bulk, \
+	(void (*)(void *))jp_##k##_close, (size_t (*)(const void *))jp_##k##_size, \
+	(size_t (*)(const void *))jp_##k##_capacity }
+
+static const struct qops kinds[] = {
+	OPS(spsc, 0, 0), OPS(mpsc, 1, 0), OPS(mpmc, 1, 1),
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- single-threaded behaviour ---------------------------------------- */
+
+static void test_fifo_and_capacity(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		const struct qops *o = &kinds[k];
+		static const size_t sizes[] = { 1, 3, 8, 24, 100 };
+
+		for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+			size_t es = sizes[s];
+			void *q = o->create(5, es);
+			unsigned char in[100], out[100];
+
+			CU_ASSERT_FATAL(q != NULL);
+			CU_ASSERT_EQUAL(o->capacity(q), 8);
+			/* Several laps, so positions wrap around the ring. */
+			for (int lap = 0; lap < 3; lap++) {
+				for (int i = 0; i < 8; i++) {
+					memset(in, lap * 16 + i, es);
+					CU_ASSERT_EQUAL(o->try_push(q, in), 0);
+				}
+				CU_ASSERT_EQUAL(o->try_push(q, in), EAGAIN);
+				CU_ASSERT_EQUAL(o->size(q), 8);
+				for (int i = 0; i < 8; i++) {
+					memset(in, lap * 16 + i, es);
+					memset(out, 0xee, sizeof out);
+					CU_ASSERT_EQUAL(o->try_pop(q, out), 0);
+					CU_ASSERT(memcmp(in, out, es) == 0);
+					CU_ASSERT_EQUAL(out[es < 100 ? es : 99], es < 100 ? 0xee : out[99]);
+				}
+				CU_ASSERT_EQUAL(o->try_pop(q, out), EAGAIN);
+				CU_ASSERT_EQUAL(o->size(q), 0);
+			}
+			o->destroy(q);
+		}
+		/* Capacity 1 and 2 are kept as they are. */
+		void *q1 = o->create(1, sizeof(void *)), *q2 = o->create(2, sizeof(void *));
+		CU_ASSERT_FATAL(q1 != NULL && q2 != NULL);
+		CU_ASSERT_EQUAL(o->capacity(q1), 1);
+		CU_ASSERT_EQUAL(o->capacity(q2), 2);
+		void *p = &p;
+		CU_ASSERT_EQUAL(o->try_push(q1, &p), 0);
+		CU_ASSERT_EQUAL(o->try_push(q1, &p), EAGAIN);
+		o->destroy(q1);
+		o->destroy(q2);
+	}
+}
+
+static void test_bad_arguments(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		const struct qops *o = &kinds[k];
+		struct timespec bad = { 0, 1000000000L };
+		long v = 1;
+		void *q;
+
+		errno = 0;
+		CU_ASSERT_PTR_NULL(o->create(0, 8));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(o->create(8, 0));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(o->create(SIZE_MAX, 8));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(o->create(8, SIZE_MAX));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(o->create((size_t)1 << 40, (size_t)1 << 40));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+		CU_ASSERT_EQUAL(o->try_push(NULL, &v), EINVAL);
+		CU_ASSERT_EQUAL(o->try_pop(NULL, &v), EINVAL);
+		CU_ASSERT_EQUAL(o->push(NULL, &v, NULL), EINVAL);
+		CU_ASSERT_EQUAL(o->pop(NULL, &v, NULL), EINVAL);
+		CU_ASSERT_EQUAL(o->push_bulk(NULL, &v, 1), 0);
+		CU_ASSERT_EQUAL(o->pop_bulk(NULL, &v, 1), 0);
+		CU_ASSERT_EQUAL(o->size(NULL), 0);
+		CU_ASSERT_EQUAL(o->capacity(NULL), 0);
+		o->close(NULL);
+		o->destroy(NULL);
+		q = o->create(1, sizeof v);
+		CU_ASSERT_FATAL(q != NULL);
+		CU_ASSERT_EQUAL(o->try_push(q, NULL), EINVAL);
+		CU_ASSERT_EQUAL(o->pop(q, &v, &bad), EINVAL);		/* empty: waits */
+		CU_ASSERT_EQUAL(o->push(q, &v, NULL), 0);
+		CU_ASSERT_EQUAL(o->push(q, &v, &bad), EINVAL);		/* full: waits */
+		o->destroy(q);						/* one left in it */
+	}
+}
+
+static void test_timeouts_expire(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		const struct qops *o = &kinds[k];
+		void *q = o->create(2, sizeof(long));
+		struct timespec dl;
+		long v = 7;
+		double t0;
+
+		CU_ASSERT_FATAL(q != NULL);
+		t0 = now_s();
+		jp_test_deadline_ms(&dl, 50);
+		CU_ASSERT_EQUAL(o->pop(q, &v, &dl), ETIMEDOUT);
+		CU_ASSERT(now_s() - t0 >= 0.049);
+		CU_ASSERT_EQUAL(o->push(q, &v, NULL), 0);
+		CU_ASSERT_EQUAL(o->push(q, &v, NULL), 0);
+		t0 = now_s();
+		jp_test_deadline_ms(&dl, 50);
+		CU_ASSERT_EQUAL(o->push(q, &v, &dl), ETIMEDOUT);
+		CU_ASSERT(now_s() - t0 >= 0.049);
+		/* A deadline in the past still takes what is there. */
+		jp_test_deadline_ms(&dl, -10);
+		CU_ASSERT_EQUAL(o->pop(q, &v, &dl), 0);
+		CU_ASSERT_EQUAL(v, 7);
+		o->destroy(q);
+	}
+}
+
+static void test_bulk(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		const struct qops *o = &kinds[k];
+		void *q = o->create(8, sizeof(int));
+		int in[20], out[20];
+
+		CU_ASSERT_FATAL(q != NULL);
+		for (int i = 0; i < 20; i++)
+			in[i] = i;
+		CU_ASSERT_EQUAL(o->push_bulk(q, in, 5), 5);
+		CU_ASSERT_EQUAL(o->pop_bulk(q, out, 3), 3);
+		CU_ASSERT(out[0] == 0 && out[1] == 1 && out[2] == 2);
+		/* 2 left: room for 6, and the copy wraps around the ring. */
+		CU_ASSERT_EQUAL(o->push_bulk(q, in + 5, 10), 6);
+		CU_ASSERT_EQUAL(o->push_bulk(q, in, 1), 0);
+		CU_ASSERT_EQUAL(o->size(q), 8);
+		CU_ASSERT_EQUAL(o->pop_bulk(q, out, 20), 8);
+		for (int i = 0; i < 8; i++)
+			CU_ASSERT_EQUAL(out[i], i + 3);
+		CU_ASSERT_EQUAL(o->pop_bulk(q, out, 20), 0);
+		CU_ASSERT_EQUAL(o->push_bulk(q, in, 0), 0);
+		CU_ASSERT_EQUAL(o->push_bulk(q, in, 3), 3);
+		o->close(q);
+		CU_ASSERT_EQUAL(o->push_bulk(q, in, 3), 0);
+		CU_ASSERT_EQUAL(o->try_push(q, in), EPIPE);
+		CU_ASSERT_EQUAL(o->pop_bulk(q, out, 2), 2);
+		CU_ASSERT_EQUAL(o->try_pop(q, out), 0);
+		CU_ASSERT_EQUAL(out[0], 2);
+		CU_ASSERT_EQUAL(o->try_pop(q, out), EPIPE);
+		CU_ASSERT_EQUAL(o->pop(q, out, NULL), EPIPE);
+		o->destroy(q);
+	}
+}
+
+/* ---- every element exactly once, under contention ---------------------- */
+
+struct stress {
+	const struct qops *o;
+	void *q;
+	unsigned producers, consumers;
+	uint64_t per_producer;
+	int mode;			/* 0 blocking, 1 try + yield, 2 bulk */
+	_Atomic unsigned producers_left;
+	_Atomic uint64_t *seen;		/* producers * per_producer counters */
+	_Atomic int bad;		/* out of order or out of range */
+	_Atomic uint64_t popped;
+};
+
+static void stress_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct stress *s = ctx;
+	(void)iter;
+
+	if (thread < s->producers) {
+		uint64_t base = (uint64_t)thread << 32;
+
+		for (uint64_t i = 0; i < s->per_producer;) {
+			uint64_t v[8];
+			size_t n = 0, k;
+
+			if (s->mode == 2) {
+				while (n < 8 && i + n < s->per_producer) {
+					v[n] = base | (i + n);
+					n++;
+				}
+				k = s->o->push_bulk(s->q, v, n);
+				if (k == 0)
+					sched_yield();
+				i += k;
+				continue;
+			}
+			v[0] = base | i;
+			if (s->mode == 1) {
+				int r = s->o->try_push(s->q, v);
+
+				if (r == EAGAIN) {
+					sched_yield();
+					continue;
+				}
+				if (r != 0)
+					atomic_store(&s->bad, 1);
+			} else if (s->o->push(s->q, v, NULL) != 0) {
+				atomic_store(&s->bad, 1);
+			}
+			i++;
+		}
+		if (atomic_fetch_sub(&s->producers_left, 1) == 1)
+			s->o->close(s->q);
+		return;
+	}
+	/* A consumer: the last value seen from each producer, to check order. */
+	uint64_t *last = calloc(s->producers, sizeof *last);
+	uint64_t v[8];
+
+	for (;;) {
+		size_t n = 1;
+		int r;
+
+		if (s->mode == 2) {
+			n = s->o->pop_bulk(s->q, v, 8);
+			if (n == 0) {
+				r = s->o->try_pop(s->q, v);
+				if (r == EPIPE)
+					break;
+				if (r == EAGAIN) {
+					sched_yield();
+					continue;
+				}
+				n = 1;
+			}
+		} else if (s->mode == 1) {
+			r = s->o->try_pop(s->q, v);
+			if (r == EAGAIN) {
+				sched_yield();
+				continue;
+			}
+			if (r == EPIPE)
+				break;
+		} else {
+			r = s->o->pop(s->q, v, NULL);
+			if (r == EPIPE)
+				break;
+			if (r != 0) {
+				atomic_store(&s->bad, 1);
+				break;
+			}
+		}
+		for (size_t j = 0; j < n; j++) {
+			uint64_t p = v[j] >> 32, i = v[j] & 0xffffffffu;
+
+			if (p >= s->producers || i >= s->per_producer) {
+				atomic_store(&s->bad, 1);
+				continue;
+			}
+			/* FIFO per producer, as seen by one consumer. */
+			if (last[p] > i + 1 || (last[p] != 0 && last[p] > i))
+				atomic_store(&s->bad, 2);
+			last[p] = i + 1;
+			atomic_fetch_add(&s->seen[p * s->per_producer + i], 1);
+			atomic_fetch_add(&s->popped, 1);
+		}
+	}
+	free(last);
+}
+
+static void run_stress(const struct qops *o, unsigned prod, unsigned cons,
+		       size_t capacity, uint64_t per, int mode)
+{
+	struct stress s;
+	uint64_t wrong = 0;
+
+	memset(&s, 0, sizeof s);
+	s.o = o;
+	s.q = o->create(capacity, sizeof(uint64_t));
+	s.producers = prod;
+	s.consumers = cons;
+	s.per_producer = per;
+	s.mode = mode;
+	atomic_init(&s.producers_left, prod);
+	s.seen = calloc(prod * per, sizeof *s.seen);
+	CU_ASSERT_FATAL(s.q != NULL && s.seen != NULL);
+	CU_ASSERT_EQUAL(jp_hammer(prod + cons, 1, stress_body, &s), 0);
+	for (uint64_t i = 0; i < prod * per; i++)
+		wrong += atomic_load(&s.seen[i]) != 1;
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(atomic_load(&s.bad), 0);
+	CU_ASSERT_EQUAL(atomic_load(&s.popped), prod * per);
+	CU_ASSERT_EQUAL(o->size(s.q), 0);
+	o->destroy(s.q);
+	free(s.seen);
+}
+
+static void stress_kind(const struct qops *o, int mode)
+{
+	unsigned prods = o->multi_prod ? 4 : 1, conss = o->multi_cons ? 3 : 1;
+	uint64_t per = jp_test_scaled(mode == 0 ? 4000 : 20000, 50);
+	static const size_t caps[] = { 1, 2, 64 };
+
+	for (size_t c = 0; c < 3; c++)
+		run_stress(o, prods, conss, caps[c], per / (c < 2 ? 2 : 1), mode);
+}
+
+static void test_exactly_once_blocking(void)
+{
+	for (size_t k = 0; k < NKINDS; k++)
+		stress_kind(&kinds[k], 0);
+}
+
+static void test_exactly_once_try(void)
+{
+	for (size_t k = 0; k < NKINDS; k++)
+		stress_kind(&kinds[k], 1);
+}
+
+static void test_exactly_once_bulk(void)
+{
+	for (size_t k = 0; k < NKINDS; k++)
+		stress_kind(&kinds[k], 2);
+}
+
+/* ---- close wakes every blocked caller, nothing lost ---------------------- */
+
+struct closer {
+	const struct qops *o;
+	void *q;
+	_Atomic int started;
+	_Atomic uint64_t pushed, popped;
+	_Atomic int bad;
+};
+
+static void *blocked_pusher(void *arg)
+{
+	struct closer *c = arg;
+	uint64_t v = 1;
+
+	atomic_fetch_add(&c->started, 1);
+	for (;;) {
+		int r = c->o->push(c->q, &v, NULL);
+
+		if (r == EPIPE)
+			break;
+		if (r != 0)
+			atomic_store(&c->bad, 1);
+		else
+			atomic_fetch_add(&c->pushed, 1);
+	}
+	return NULL;
+}
+
+static void *blocked_popper(void *arg)
+{
+	struct closer *c = arg;
+	uint64_t v;
+
+	atomic_fetch_add(&c->started, 1);
+	for (;;) {
+		int r = c->o->pop(c->q, &v, NULL);
+
+		if (r == EPIPE)
+			break;
+		if (r != 0)
+			atomic_store(&c->bad, 1);
+		else
+			atomic_fetch_add(&c->popped, 1);
+	}
+	return NULL;
+}
+
+static void close_case(const struct qops *o, int producers_side)
+{
+	struct closer c;
+	pthread_t t[4];
+	unsigned n = producers_side ? (o->multi_prod ? 4 : 1) : (o->multi_cons ? 4 : 1);
+	uint64_t v, drained = 0;
+
+	memset(&c, 0, sizeof c);
+	c.o = o;
+	c.q = o->create(2, sizeof(uint64_t));
+	CU_ASSERT_FATAL(c.q != NULL);
+	for (unsigned i = 0; i < n; i++)
+		CU_ASSERT_FATAL(pthread_create(&t[i], NULL,
+				producers_side ? blocked_pusher : blocked_popper, &c) == 0);
+	while (atomic_load(&c.started) < (int)n)
+		sched_yield();
+	usleep(30000);		/* let them fill the queue (or find it empty) and park */
+	o->close(c.q);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);	/* a lost wake-up hangs here */
+	while (o->try_pop(c.q, &v) == 0)
+		drained++;
+	CU_ASSERT_EQUAL(o->try_pop(c.q, &v), EPIPE);
+	CU_ASSERT_EQUAL(atomic_load(&c.bad), 0);
+	if (producers_side)
+		CU_ASSERT_EQUAL(atomic_load(&c.pushed), drained);	/* nothing lost */
+	o->destroy(c.q);
+}
+
+static void test_close_wakes_blocked(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		close_case(&kinds[k], 1);
+		close_case(&kinds[k], 0);
+	}
+}
+
+/* Close while elements flow: every push that returned 0 is popped. */
+static void close_racing(const struct qops *o)
+{
+	struct closer c;
+	pthread_t t[8];
+	unsigned np = o->multi_prod ? 3 : 1, nc = o->multi_cons ? 3 : 1;
+
+	memset(&c, 0, sizeof c);
+	c.o = o;
+	c.q = o->create(4, sizeof(uint64_t));
+	CU_ASSERT_FATAL(c.q != NULL);
+	for (unsigned i = 0; i < np; i++)
+		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, blocked_pusher, &c) == 0);
+	for (unsigned i = 0; i < nc; i++)
+		CU_ASSERT_FATAL(pthread_create(&t[np + i], NULL, blocked_popper, &c) == 0);
+	while (atomic_load(&c.started) < (int)(np + nc))
+		sched_yield();
+	usleep(5000);
+	o->close(c.q);
+	for (unsigned i = 0; i < np + nc; i++)
+		pthread_join(t[i], NULL);
+	CU_ASSERT_EQUAL(atomic_load(&c.bad), 0);
+	CU_ASSERT_EQUAL(atomic_load(&c.pushed), atomic_load(&c.popped));
+	o->destroy(c.q);
+}
+
+static void test_close_while_flowing(void)
+{
+	unsigned rounds = (unsigned)jp_test_scaled(10, 2);
+
+	for (size_t k = 0; k < NKINDS; k++)
+		for (unsigned r = 0; r < rounds; r++)
+			close_racing(&kinds[k]);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "FIFO order, capacity rounding, any element size", test_fifo_and_capacity },
+		{ "bad arguments give EINVAL", test_bad_arguments },
+		{ "timeouts expire with ETIMEDOUT", test_timeouts_expire },
+		{ "bulk operations move as many as fit", test_bulk },
+		{ "every element once, blocking, capacities 1 2 64", test_exactly_once_blocking },
+		{ "every element once, try and yield", test_exactly_once_try },
+		{ "every element once, bulk", test_exactly_once_bulk },
+		{ "close wakes every blocked caller, nothing lost", test_close_wakes_blocked },
+		{ "close while elements flow loses nothing", test_close_while_flowing },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "queue", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return jp_test_run(suites);
+}
