@@ -403,6 +403,7 @@ END {
 		body = WORK "/body." b ".md"
 		printf "" > body
 		nwin = npar = nloss = 0
+		rwin = rpar = rloss = 0
 		losses = ""
 		nbars = 0
 		delete barsets
@@ -501,7 +502,7 @@ END {
 							cell = "*" cell " loss*"
 							nloss++
 							losses = losses (losses == "" ? "" : "; ") gw[g] " at " t \
-							    " threads: " oc[c] " " sprintf("%.2f", r) " of " bestn
+							    " thread" (t == 1 ? "" : "s") ": " oc[c] " " sprintf("%.2f", r) " of " bestn
 						} else {
 							cell = cell " par"
 							npar++
@@ -590,6 +591,12 @@ END {
 					if (!any)
 						continue
 					r = (mine != "" && best != "" && best > 0) ? sprintf("%.2f", mine / best) : "-"
+					if (r != "-") {
+						v = verdict(mine / best, "lower")
+						if (v == "win") rwin++
+						else if (v == "loss") rloss++
+						else rpar++
+					}
 					print line " " bestn " | " r " |" > body
 					if (j == nt[g]) {
 						# The chart shows each workload at its largest thread count.
@@ -651,6 +658,9 @@ END {
 		if (losses != "")
 			printf " (losses: %s)", losses > vf
 		print "." > vf
+		if (rwin + rpar + rloss > 0)
+			printf "Peak RSS against the leanest peer, row by row: %d lower, %d par, " \
+			    "%d higher.\n", rwin, rpar, rloss > vf
 		close(vf)
 	}
 }

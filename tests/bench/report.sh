@@ -293,7 +293,7 @@ fi
   echo "## Where jpsync wins and loses"
   echo
   while IFS=$tab read -r name s rc secs state; do
-    [ -f "$work/verdict.$name.md" ] && echo "- $name: $(cat "$work/verdict.$name.md")"
+    [ -f "$work/verdict.$name.md" ] && echo "- $name: $(tr '\n' ' ' < "$work/verdict.$name.md")"
   done < "$work/drivers.tsv"
   echo
   echo "## Machine and versions"
