@@ -222,7 +222,7 @@ function line_chart(b, g,    title, id, gp, png, i, j, impl, k, d, n, plot, lo, 
 	if (lo > 0 && hi / lo > 100)
 		print "set logscale y 10" > gp
 	else
-		print "set yrange [0:*]" > gp
+		print "set yrange [0:" (hi / sc) * 1.08 "]" > gp
 	print plot > gp
 	close(gp)
 	print gp "\t" png "\t" b "\t" title > (WORK "/charts.list")
@@ -336,6 +336,7 @@ function bar_chart(id, title, unit, better, nrow, rowlab, rowval, b,    gp, png,
 	print "set datafile separator \"\\t\"" > gp
 	print "set datafile missing \"?\"" > gp
 	print "set xtics nomirror (" xt ")" > gp
+	print "set xlabel " gpstr(XLABEL) > gp
 	if (nrow > 4)
 		print "set xtics font \",8\"" > gp
 	if (lo > 0 && hi / lo > 100)
@@ -611,6 +612,7 @@ END {
 			}
 			if (nrow > 0) {
 				thr = same_threads(nrow, rowlab, rowthr)
+				XLABEL = thr != "" ? "workload" : "workload (threads)"
 				bar_chart(safe(b "-rss"), b ": peak RSS per workload" \
 				    (thr != "" ? " at " thr " threads" : " at its largest thread count"),
 				    "peak RSS, MiB", "lower", nrow, rowlab, rowval, b)
@@ -636,6 +638,7 @@ END {
 			for (j = 1; j <= bsn[bs] && suf != ""; j++)
 				rowlab[j] = substr(rowlab[j], 1, length(rowlab[j]) - length(suf))
 			thr = same_threads(bsn[bs], rowlab, rowthr)
+			XLABEL = thr != "" ? "workload" : "workload (threads)"
 			what = (bsc[bs] != b) ? bsc[bs] : ""
 			if (bsn[bs] == 1)
 				what = what (what != "" ? " " : "") rowlab[1]
