@@ -222,11 +222,21 @@ function line_chart(b, g,    title, id, gp, png, i, j, impl, k, d, n, plot, lo, 
 	if (lo > 0 && hi / lo > 100)
 		print "set logscale y 10" > gp
 	else
-		print "set yrange [0:" (hi / sc) * 1.08 "]" > gp
+		print "set yrange " yrange(lo / sc, hi / sc) > gp
 	print plot > gp
 	close(gp)
 	print gp "\t" png "\t" b "\t" title > (WORK "/charts.list")
 	return png
+}
+
+# A linear y range from 0 with room above the highest value (gnuplot
+# refuses an empty range, as all zeros would give).
+function yrange(lo, hi) {
+	if (lo >= 0 && hi > 0)
+		return "[0:" hi * 1.08 "]"
+	if (lo == hi)
+		return "[" (lo - 1) ":" (hi + 1) "]"
+	return "[*:*]"
 }
 
 # The factor that brings hi under 10 000 (the axis says which).
@@ -342,7 +352,7 @@ function bar_chart(id, title, unit, better, nrow, rowlab, rowval, b,    gp, png,
 	if (lo > 0 && hi / lo > 100)
 		print "set logscale y 10" > gp
 	else
-		print "set yrange [0:" (hi / sc) * 1.08 "]" > gp
+		print "set yrange " yrange(lo / sc, hi / sc) > gp
 	plot = ""
 	for (c = 1; c <= nc; c++)
 		plot = plot (c > 1 ? ", \\\n  " : "plot ") (c > 1 ? "\"\"" : gpstr(d)) " using " c \
