@@ -75,8 +75,9 @@ void jp__tcache_init(void)
 		}
 		span = (size_t)k->nslices * JP_SLICE_SIZE;
 		k->nblocks = (uint32_t)(span / bs);
-		/* A bin holds at most cache_n blocks and 128 KiB. */
-		lim = ((size_t)128 << 10) / bs;
+		/* A bin holds at most cache_n blocks and 64 KiB: with many threads,
+		 * cached big blocks would dominate RSS. */
+		lim = ((size_t)64 << 10) / bs;
 		if (lim > cache_n)
 			lim = cache_n;
 		if (lim < 1)
