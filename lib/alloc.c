@@ -205,13 +205,13 @@ static void *small_alloc(uint32_t cls)
 	return p;
 }
 
-static void *huge_alloc(size_t size, size_t align)
+static void *huge_alloc(size_t size, size_t align, bool zero)
 {
 	void *p;
 
 	if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
 		jp__alloc_init_slow();
-	p = jp__huge_alloc(size, align);
+	p = jp__huge_alloc(size, align, zero);
 	if (p != NULL && jp__ag.vg)
 		JP_VG_MALLOCLIKE(p, jp__huge_of(p)->usable, 1);
 	return p;
@@ -229,7 +229,7 @@ JP_NOINLINE void *jp__alloc_slow(size_t size)
 		}
 		return small_alloc(jp__size_class(size));
 	}
-	return huge_alloc(size, 0);
+	return huge_alloc(size, 0, false);
 }
 
 JP_EXPORT void *jp_alloc(size_t size)
@@ -260,9 +260,11 @@ JP_EXPORT void *jp_calloc(size_t nmemb, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* A huge block's pages are fresh or given back: zero already. */
+	if (n > JP_MAX_SMALL)
+		return huge_alloc(n, 0, true);
 	p = jp_alloc(n);
-	/* A huge block is a fresh mapping: zero already. */
-	if (p != NULL && n <= JP_MAX_SMALL)
+	if (p != NULL)
 		memset(p, 0, n);
 	return p;
 }
@@ -296,7 +298,7 @@ JP_EXPORT void *jp_alloc_aligned(size_t alignment, size_t size)
 		if (cls < JP_NCLASSES)
 			return small_alloc(cls);
 	}
-	return huge_alloc(size, alignment);
+	return huge_alloc(size, alignment, false);
 }
 
 JP_EXPORT int jp_posix_memalign(void **memptr, size_t alignment, size_t size)
@@ -497,5 +499,5 @@ JP_EXPORT size_t jp_alloc_trim(void)
 		return 0;
 	jp_thread_flush();
 	jp__classes_trim();
-	return jp__segment_trim();
+	return jp__huge_trim() + jp__segment_trim();
 }

@@ -13,7 +13,8 @@
  *   class    one of JP_NCLASSES block sizes, four per power of two, 16 bytes
  *            apart at least, all multiples of 16 (16 ... 256 KiB).
  *   huge     a block above the largest class: its own mapping, with a header
- *            page at the start of the 4 MiB chunk it begins in.
+ *            page at the start of the 4 MiB chunk it begins in.  A few
+ *            freed mappings are kept for reuse (the huge cache, segment.c).
  *   heap     a thread's cache: per class, a LIFO list ("bin") of free blocks
  *            touched by that thread only, bounded in length.  Bins exchange
  *            blocks with the shared per-class span lists in batches, under
@@ -312,7 +313,8 @@ extern _Atomic int jp__alloc_state;	/* 0 none, 1 running, 2 ready */
 extern struct jp__lock jp__seg_lock;
 struct jp_span *jp__span_alloc(uint32_t nslices);	/* under class lock */
 void jp__span_release(struct jp_span *s);
-void *jp__huge_alloc(size_t size, size_t align);
+void *jp__huge_alloc(size_t size, size_t align, bool zero);
+size_t jp__huge_trim(void);	/* empties the huge cache */
 void jp__huge_free(struct jp_huge *h);
 struct jp_huge *jp__huge_of(const void *p);	/* NULL if not a huge block */
 void *jp__huge_realloc(struct jp_huge *h, size_t size);

@@ -8,7 +8,7 @@
  * a second, so that a class that frees and re-allocates a span does not pay
  * a page fault per page each time.  An empty segment is unmapped, but one
  * is kept as a spare.  Blocks above the largest class are mapped one by
- * one.
+ * one; a few freed ones are kept for reuse (the huge cache, below).
  *
  * Every segment and huge block is entered in the registry (one byte per
  * 4 MiB of address space, a 32 MiB zero-filled array of which only the
@@ -266,10 +266,140 @@ static size_t huge_offset(size_t align)
 	return align <= JP_HUGE_HDR ? JP_HUGE_HDR : align;
 }
 
-void *jp__huge_alloc(size_t size, size_t align)
+/* ---- the huge cache ----------------------------------------------------
+ *
+ * A freed huge block whose mapping is 4 MiB-aligned with the block one page
+ * in (every alignment up to a page) is kept, up to HC_N mappings and
+ * hcache_limit() bytes, so that a program that allocates and frees blocks
+ * above the largest class (realloc growth across 256 KiB, buffers of a
+ * request) does not pay a fresh mmap (over-map and two trims), page faults
+ * and a munmap each time.  A mapping is taken for a request it fits with at
+ * most HC_SLACK to spare, and the pages beyond the request are given back
+ * (madvise) so that the spare costs no memory.  A mapping unused for
+ * HC_AGE_NS is unmapped at the next huge operation, and jp_alloc_trim()
+ * unmaps them all.  Cached mappings are off the registry: a free of one is
+ * an invalid free.  Under the segment lock (no new lock for fork to take).
+ */
+#define HC_N		8
+#define HC_MAX		((size_t)64 << 20)
+#define HC_FLOOR	((size_t)8 << 20)
+#define HC_AGE_NS	2000000000ull
+static struct {
+	void *base;
+	size_t size;
+	uint64_t when;
+} hcache[HC_N];				/* oldest first */
+static unsigned hcache_n;
+static size_t hcache_bytes;
+
+/* At most 8 MiB plus a quarter of what is mapped, and never above 64 MiB. */
+static size_t hcache_limit(void)
+{
+	size_t m = (size_t)atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
+	size_t l = HC_FLOOR + m / 4;
+
+	return l < HC_MAX ? l : HC_MAX;
+}
+
+/* A cached mapping may serve a request of total bytes. */
+static bool hcache_fits(size_t size, size_t total)
+{
+	return size >= total && size - total <= total + JP_SEG_SIZE;
+}
+
+/* Unmap entry i (segment lock); returns the bytes. */
+static size_t hcache_drop(unsigned i)
+{
+	void *base = hcache[i].base;
+	size_t size = hcache[i].size;
+
+	hcache_bytes -= size;
+	hcache_n--;
+	memmove(&hcache[i], &hcache[i + 1], (hcache_n - i) * sizeof hcache[0]);
+	jp__os_unmap(base, size);
+	jp__mapped_sub(size);
+	return size;
+}
+
+/* Unmap the mappings unused for HC_AGE_NS (segment lock). */
+static void hcache_expire(uint64_t now)
+{
+	while (hcache_n > 0 && now - hcache[0].when > HC_AGE_NS)
+		hcache_drop(0);
+}
+
+/* Take the smallest cached mapping that fits total bytes: its base (its
+ * size in *size), or NULL. */
+static void *hcache_take(size_t total, size_t *size)
+{
+	void *base = NULL;
+	int best = -1;
+
+	if (jp__ag.nocache)
+		return NULL;
+	jp__lock(&jp__seg_lock);
+	hcache_expire(jp__os_now_ns());
+	for (unsigned i = 0; i < hcache_n; i++)
+		if (hcache_fits(hcache[i].size, total) &&
+		    (best < 0 || hcache[i].size < hcache[best].size))
+			best = (int)i;
+	if (best >= 0) {
+		base = hcache[best].base;
+		*size = hcache[best].size;
+		hcache_bytes -= *size;
+		hcache_n--;
+		memmove(&hcache[best], &hcache[best + 1],
+			(hcache_n - (unsigned)best) * sizeof hcache[0]);
+	}
+	jp__unlock(&jp__seg_lock);
+	return base;
+}
+
+/* Keep a freed mapping; false when it does not fit (the caller unmaps). */
+static bool hcache_put(void *base, size_t size)
+{
+	uint64_t now;
+
+	if (jp__ag.nocache || size > hcache_limit())
+		return false;
+	now = jp__os_now_ns();
+	jp__lock(&jp__seg_lock);
+	hcache_expire(now);
+	/* Room: the oldest go. */
+	while (hcache_n > 0 && (hcache_n == HC_N || hcache_bytes + size > hcache_limit()))
+		hcache_drop(0);
+	hcache[hcache_n].base = base;
+	hcache[hcache_n].size = size;
+	hcache[hcache_n].when = now;
+	hcache_n++;
+	hcache_bytes += size;
+	jp__unlock(&jp__seg_lock);
+	return true;
+}
+
+/* Unmap every cached mapping; returns the bytes. */
+static size_t hcache_trim(void)
+{
+	size_t total = 0;
+
+	jp__lock(&jp__seg_lock);
+	while (hcache_n > 0)
+		total += hcache_drop(0);
+	jp__unlock(&jp__seg_lock);
+	return total;
+}
+
+/* Give back the pages of a taken mapping beyond total bytes. */
+static void hcache_shed(char *base, size_t size, size_t total)
+{
+	if (size > total)
+		jp__os_decommit(base + total, size - total);
+}
+
+void *jp__huge_alloc(size_t size, size_t align, bool zero)
 {
 	size_t page = jp__os_page_size();
-	size_t off = huge_offset(align), total;
+	size_t off = huge_offset(align), total, msize;
 	size_t map_align = align > JP_SEG_SIZE ? align : JP_SEG_SIZE;
 	struct jp_huge *h;
 	char *base, *user;
@@ -280,9 +410,20 @@ void *jp__huge_alloc(size_t size, size_t align)
 		return NULL;
 	}
 	total = (off + size + page - 1) & ~(page - 1);
-	if (jp__os_map_aligned(&p, total, map_align) != 0) {
-		errno = ENOMEM;
-		return NULL;
+	p = off == JP_HUGE_HDR ? hcache_take(total, &msize) : NULL;
+	if (p != NULL) {
+		/* A calloc gets zero pages: all of them given back. */
+		if (zero)
+			jp__os_decommit(p, msize);
+		else
+			hcache_shed(p, msize, total);
+	} else {
+		if (jp__os_map_aligned(&p, total, map_align) != 0) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		msize = total;
+		jp__mapped_add(total);
 	}
 	base = p;
 	user = base + off;
@@ -295,10 +436,9 @@ void *jp__huge_alloc(size_t size, size_t align)
 	}
 	h->magic = JP_HUGE_MAGIC;
 	h->base = base;
-	h->map_size = total;
+	h->map_size = msize;
 	h->user_off = (size_t)(user - base);
 	h->usable = total - off;
-	jp__mapped_add(total);
 	huge_count(h, 1);
 	return user;
 }
@@ -324,19 +464,27 @@ void jp__huge_free(struct jp_huge *h)
 {
 	void *base = h->base;
 	size_t total = h->map_size;
+	bool cacheable = h->user_off == JP_HUGE_HDR;
 
 	huge_count(h, -1);
 	h->magic = 0;
 	reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
+	if (cacheable && hcache_put(base, total))
+		return;
 	jp__os_unmap(base, total);
 	jp__mapped_sub(total);
+}
+
+size_t jp__huge_trim(void)
+{
+	return hcache_trim();
 }
 
 void *jp__huge_realloc(struct jp_huge *h, size_t size)
 {
 	size_t page = jp__os_page_size();
 	size_t off = h->user_off;
-	size_t total, old = h->map_size;
+	size_t total, cur, old = h->map_size, csize;
 	void *dest;
 
 	if (size > SIZE_MAX - off - page || off + size > ((size_t)1 << 46)) {
@@ -344,30 +492,52 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 		return NULL;
 	}
 	total = (off + size + page - 1) & ~(page - 1);
-	if (total == old)
+	cur = off + h->usable;
+	if (total == cur)
 		return jp__huge_user(h);
 	if (off != JP_HUGE_HDR || jp__ag.vg)
 		return NULL;	/* the caller copies */
-	if (jp__os_resize(h->base, old, total) != 0) {
-		/* Move the pages (no copy) to a fresh 4 MiB-aligned place. */
+	if (total > cur && total <= old) {
+		/* Inside the mapping (taken from the cache larger than the
+		 * request): the pages beyond cur were given back, zero. */
+		h->usable = total - off;
+		return jp__huge_user(h);
+	}
+	if (jp__os_resize(h->base, old, total) == 0) {
+		atomic_fetch_add_explicit(&jp__ag.huge_bytes, total - old, memory_order_relaxed);
+		if (total > old)
+			jp__mapped_add(total - old);
+		else
+			jp__mapped_sub(old - total);
+		h->map_size = total;
+		h->usable = total - off;
+		return jp__huge_user(h);
+	}
+	/* Move the pages (no copy) to a cached mapping, or a fresh 4 MiB-
+	 * aligned one.  mremap replaces the first total bytes of dest; the
+	 * rest of a cached one stays mapped, part of the block's mapping. */
+	dest = hcache_take(total, &csize);
+	if (dest != NULL) {
+		hcache_shed(dest, csize, total);
+	} else {
 		if (jp__os_map_aligned(&dest, total, JP_SEG_SIZE) != 0)
 			return NULL;
-		reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
-		if (jp__os_move(h->base, old, total, dest) != 0) {
-			reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
-			jp__os_unmap(dest, total);
-			return NULL;
-		}
-		h = dest;
-		h->base = dest;
-		reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
+		csize = total;
+		jp__mapped_add(total);
 	}
-	atomic_fetch_add_explicit(&jp__ag.huge_bytes, total - old, memory_order_relaxed);
-	if (total > old)
-		jp__mapped_add(total - old);
-	else
-		jp__mapped_sub(old - total);
-	h->map_size = total;
+	reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
+	if (jp__os_move(h->base, old, total, dest) != 0) {
+		reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
+		jp__os_unmap(dest, csize);
+		jp__mapped_sub(csize);
+		return NULL;
+	}
+	jp__mapped_sub(old);	/* the old place is unmapped by the move */
+	h = dest;
+	h->base = dest;
+	reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
+	atomic_fetch_add_explicit(&jp__ag.huge_bytes, csize - old, memory_order_relaxed);
+	h->map_size = csize;
 	h->usable = total - off;
 	return jp__huge_user(h);
 }

@@ -999,16 +999,42 @@ static void test_cross_class_reuse(void)
 	jp_alloc_trim();
 }
 
+/* mincore fails with ENOMEM on a page that is not mapped. */
+static bool page_unmapped(const void *p)
+{
+	unsigned char vec[1];
+
+	errno = 0;
+	return mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, vec) == -1 &&
+	       errno == ENOMEM;
+}
+
+/*
+ * A freed huge block is unmapped at once when it is above the huge cache's
+ * bound (64 MiB at most), and by jp_alloc_trim() when the cache kept it.
+ */
 static void test_huge_unmapped_on_free(void)
 {
 	size_t n = rss_checks() ? 64 * MiB : 16 * MiB;
-	unsigned char vec[16];
+	size_t big = 65 * MiB;
 	struct jp_alloc_stats st0, st1, st2;
 	size_t r0, r1, r2;
 	char *p;
 
+	jp_alloc_trim();	/* an empty huge cache */
 	stats(&st0);
 	r0 = rss_now();
+	/* Above any bound of the cache: unmapped by the free. */
+	p = jp_alloc(big);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p[0] = 1;
+	p[big - 1] = 1;
+	jp_free(p);
+	CU_ASSERT(page_unmapped(p));
+	CU_ASSERT(page_unmapped(p + big - 1));
+	stats(&st1);
+	CU_ASSERT_EQUAL(st1.mapped, st0.mapped);
+
 	p = jp_alloc(n);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	memset(p, 1, n);
@@ -1017,18 +1043,78 @@ static void test_huge_unmapped_on_free(void)
 	CU_ASSERT_EQUAL(st1.huge_count, st0.huge_count + 1);
 	CU_ASSERT(st1.mapped >= st0.mapped + n);
 	jp_free(p);
-	r2 = rss_now();
 	stats(&st2);
 	CU_ASSERT_EQUAL(st2.huge_count, st0.huge_count);
+	/* Unmapped now, or kept by the cache until the trim. */
+	CU_ASSERT(jp_alloc_trim() >= (page_unmapped(p) ? 0 : n));
+	r2 = rss_now();
+	stats(&st2);
 	CU_ASSERT_EQUAL(st2.mapped, st0.mapped);
-	/* The pages are gone from the address space (mincore: ENOMEM). */
-	errno = 0;
-	CU_ASSERT_EQUAL(mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, vec), -1);
-	CU_ASSERT_EQUAL(errno, ENOMEM);
+	CU_ASSERT(page_unmapped(p));
+	CU_ASSERT(page_unmapped(p + n - 1));
 	if (rss_checks()) {
 		CU_ASSERT(r1 >= r0 + n * 9 / 10);
 		CU_ASSERT(r2 <= r0 + MiB);
 	}
+}
+
+/* A freed huge block's mapping serves the next one: same place, no new
+ * mapping; calloc still gets zeros; realloc growth moves into it. */
+static void test_huge_cache_reuse(void)
+{
+	struct jp_alloc_stats st0, st1;
+	unsigned char *p, *q, *r;
+	bool zero = true;
+
+	if (jp_test_on_valgrind()) {
+		/* No caches under memcheck (blocks must die when freed). */
+		p = jp_alloc(MiB);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		jp_free(p);
+		return;
+	}
+	jp_alloc_trim();
+	p = jp_alloc(2 * MiB);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	memset(p, 0xab, 2 * MiB);
+	jp_free(p);
+	stats(&st0);
+	q = jp_alloc(2 * MiB - 4096);
+	stats(&st1);
+	CU_ASSERT_PTR_EQUAL(q, p);
+	CU_ASSERT_EQUAL(st1.mapped, st0.mapped);
+	CU_ASSERT(jp_usable_size(q) == jp_good_size(2 * MiB - 4096));
+	jp_free(q);
+	q = jp_calloc(1, MiB + 5);
+	CU_ASSERT_PTR_EQUAL_FATAL(q, p);
+	for (size_t i = 0; i < jp_usable_size(q); i++)
+		zero &= q[i] == 0;
+	CU_ASSERT(zero);
+	/* A smaller request than the cached mapping, grown within it. */
+	memset(q, 7, MiB + 5);
+	r = jp_realloc(q, 2 * MiB);
+	CU_ASSERT_PTR_EQUAL(r, q);
+	CU_ASSERT(r[0] == 7 && r[MiB + 4] == 7);
+	memset(r, 8, 2 * MiB);
+	jp_free(r);
+	/* Growth: in place, or into the cached mapping; no new mapping. */
+	jp_alloc_trim();
+	p = jp_alloc(3 * MiB);
+	q = jp_alloc(MiB);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	memset(q, 6, MiB);
+	jp_free(p);	/* cached: 3 MiB and a page */
+	stats(&st0);
+	r = jp_realloc(q, 3 * MiB - 8192);
+	stats(&st1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT(r == q || r == p);
+	CU_ASSERT(st1.mapped <= st0.mapped + 2 * MiB);
+	CU_ASSERT(r[0] == 6 && r[MiB - 1] == 6);
+	memset(r, 1, 3 * MiB - 8192);
+	jp_free(r);
+	CU_ASSERT(jp_alloc_trim() > 0);
 }
 
 /* ---- statistics ---------------------------------------------------------- */
@@ -1134,7 +1220,8 @@ static CU_TestInfo thread_tests[] = {
 static CU_TestInfo memory_tests[] = {
 	{ "trim after 1 GiB in small blocks: RSS < 10% of peak", test_trim_gives_back },
 	{ "memory freed in one class serves another", test_cross_class_reuse },
-	{ "huge blocks are unmapped on free", test_huge_unmapped_on_free },
+	{ "huge blocks are unmapped on free (beyond the cache, or by the trim)", test_huge_unmapped_on_free },
+	{ "the huge cache: a freed mapping serves the next huge block", test_huge_cache_reuse },
 	{ NULL, NULL },
 };
 
