@@ -568,8 +568,49 @@ static void unlock_after_fork(struct jp__lock *l, unsigned i)
 	jp__unlock(l);
 }
 
+/*
+ * fork and stdio.  glibc's fork runs the prepare handlers before it takes
+ * the stdio list lock.  So: thread A forks and holds the allocator's locks;
+ * thread B, inside fflush(NULL), holds the list lock and waits for the
+ * lock of a FILE that thread C holds in getline; C's getline calls the
+ * allocator (a read function of fopencookie, or malloc through the preload
+ * module) and waits for A; A waits for the list lock.  jemalloc 5.3 and
+ * tcmalloc 2.10 hang there.  glibc's malloc takes its locks after the list
+ * lock, the order restored here: prepare takes the list lock first (glibc
+ * exports _IO_list_lock, a recursive lock, for this: a fork from a signal
+ * handler that interrupted fflush(NULL) in this thread takes it again),
+ * the parent handler drops it and the child's resets it, as glibc's fork
+ * does for its own.  Weak: on a C library without them, nothing to order.
+ */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
+extern char __libc_single_threaded __attribute__((weak));
+
+/*
+ * Whether prepare took the list lock.  Like glibc's fork, not in a process
+ * that has only ever had one thread: nobody can race it there.  Once set
+ * it stays set (a process does not become single-threaded again), and
+ * concurrent forks of a threaded process are serialised by the list lock;
+ * atomic only so that two preparing threads may both write 1.
+ */
+static _Atomic int stdio_locked;
+
+static bool have_io_list_lock(void)
+{
+	return &_IO_list_lock != NULL && &_IO_list_unlock != NULL &&
+	       &_IO_list_resetlock != NULL;
+}
+
 void jp__atfork_prepare(void)
 {
+	int threaded = &__libc_single_threaded == NULL || !__libc_single_threaded;
+
+	threaded = threaded && have_io_list_lock();
+	/* relaxed: read back by this thread (parent) or its only copy (child). */
+	atomic_store_explicit(&stdio_locked, threaded, memory_order_relaxed);
+	if (threaded)
+		_IO_list_lock();
 	memset(held_by_us, 0, sizeof held_by_us);
 	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++)
 		lock_for_fork(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock, i);
@@ -583,6 +624,8 @@ void jp__atfork_parent(void)
 	unlock_after_fork(&jp__seg_lock, NLOCKS - 2);
 	for (unsigned i = JP_NARENAS * JP_NCLASSES; i-- > 0;)
 		unlock_after_fork(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock, i);
+	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
+		_IO_list_unlock();
 }
 
 static void reset_lock(struct jp__lock *l)
@@ -606,4 +649,6 @@ void jp__atfork_child(void)
 	reset_lock(&jp__seg_lock);
 	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++)
 		reset_lock(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock);
+	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
+		_IO_list_resetlock();
 }

@@ -15,8 +15,6 @@
  * pthread_key_create may call calloc before it is ready), so the module keeps
  * no state of its own.
  *
- * One more thing runs at start-up, for fork(): see "fork and stdio" below.
- *
  * Where glibc and the C standard differ from the jp_* contract the module
  * follows glibc, since the promise is that a program behaves exactly as it
  * did before:
@@ -39,8 +37,6 @@
 #include <jpsync/alloc.h>
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -254,64 +250,6 @@ void *__libc_memalign(size_t alignment, size_t size) SHIM_ALIAS(memalign);
 void *__libc_valloc(size_t size) SHIM_ALIAS(valloc);
 void *__libc_pvalloc(size_t size) SHIM_ALIAS(pvalloc);
 
-/*
- * fork and stdio.  The allocator takes its locks in a pthread_atfork prepare
- * handler, and glibc's fork runs those handlers before it takes the stdio
- * list lock.  So: thread A forks and holds the allocator's locks; thread B,
- * inside fflush(NULL), holds the stdio list lock and waits for the lock of
- * a FILE that thread C holds in getline; C's getline calls realloc and waits
- * for A's allocator lock; A waits for the list lock.  jemalloc 5.3 and
- * tcmalloc 2.10 hang there.  glibc's own malloc takes its locks after the
- * list lock, which is the order we restore: our prepare handler takes the
- * list lock (glibc exports _IO_list_lock, a recursive lock, for this) and is
- * registered right after the allocator's, so it runs right before it (prepare
- * handlers run in reverse order of registration); the parent handler drops
- * it and the child handler resets it, as glibc's fork does for its own.
- */
-extern void _IO_list_lock(void) __attribute__((weak));
-extern void _IO_list_unlock(void) __attribute__((weak));
-extern void _IO_list_resetlock(void) __attribute__((weak));
-extern char __libc_single_threaded __attribute__((weak));
-
-/*
- * Whether the prepare handler took the lock.  Like glibc's fork, it does not
- * in a process that has only ever had one thread: nobody can race it there,
- * and a fork from a signal handler that interrupted the lock's own
- * acquisition must not wait for itself.  Once set it stays set (a process
- * does not become single-threaded again), and concurrent forks of a threaded
- * process are serialised by the lock itself; atomic only so that two
- * preparing threads may both write 1.
- */
-static _Atomic int stdio_locked;
-
-static void stdio_prepare(void)
-{
-	int threaded = &__libc_single_threaded == NULL || !__libc_single_threaded;
-
-	atomic_store_explicit(&stdio_locked, threaded, memory_order_relaxed);
-	if (threaded)
-		_IO_list_lock();
-}
-
-static void stdio_parent(void)
-{
-	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
-		_IO_list_unlock();
-}
-
-static void stdio_child(void)
-{
-	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
-		_IO_list_resetlock();
-}
-
-__attribute__((constructor)) static void shim_init(void)
-{
-	if (&_IO_list_lock == NULL || &_IO_list_unlock == NULL ||
-	    &_IO_list_resetlock == NULL)
-		return;		/* not glibc: nothing to order against */
-	/* The allocator registers its fork handlers when it first serves
-	 * this thread; make sure that has happened, so ours come after. */
-	jp_free(jp_alloc(1));
-	pthread_atfork(stdio_prepare, stdio_parent, stdio_child);
-}
+/* fork() racing getline or fflush(NULL) in other threads: the allocator's
+ * own fork handlers take glibc's stdio list lock before its locks (see
+ * lib/tcache.c), so the module needs no handler of its own. */

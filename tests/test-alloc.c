@@ -7,6 +7,7 @@
  * sanitizers (shadow memory distorts RSS) but still run the functions.
  * Cases that need their own environment run tests/alloc-helper.
  */
+#define _GNU_SOURCE	/* fopencookie */
 #include <jpsync/alloc.h>
 #include <jpsync/hammer.h>
 
@@ -620,6 +621,111 @@ static void test_fork_while_allocating(void)
 		pthread_join(t[i], NULL);
 }
 
+/*
+ * fork() racing getline and fflush(NULL) in other threads, in a program
+ * linked to libjpsync (not through the preload module).  Thread C reads a
+ * stream whose read function allocates and flushes its cache (class locks)
+ * while getline holds the FILE's lock; thread B runs fflush(NULL), which
+ * takes the stdio list lock and then each FILE's lock; the main thread
+ * forks.  If the allocator's prepare handler took its locks before glibc's
+ * fork takes the list lock, A would wait for B, B for C and C for A.
+ * The case runs in a child with an alarm: a deadlock ends it by SIGALRM.
+ */
+static _Atomic int stdio_stop;
+
+static ssize_t stdio_cookie_read(void *c, char *buf, size_t n)
+{
+	static const char line[] = "a line of text\n";
+	void *p[8];
+
+	(void)c;
+	for (int i = 0; i < 8; i++)
+		p[i] = jp_alloc((size_t)(100 + i * 900));
+	for (int i = 0; i < 8; i++)
+		jp_free(p[i]);
+	jp_free(jp_alloc(300 << 10));	/* huge: the segment lock */
+	jp_thread_flush();		/* the class locks */
+	if (n > sizeof line - 1)
+		n = sizeof line - 1;
+	memcpy(buf, line, n);
+	return (ssize_t)n;
+}
+
+static void *stdio_reader(void *arg)
+{
+	cookie_io_functions_t io = { .read = stdio_cookie_read };
+	FILE *f = fopencookie(NULL, "r", io);
+	char *line = NULL;
+	size_t n = 0;
+
+	(void)arg;
+	if (f == NULL)
+		return (void *)1;
+	setvbuf(f, NULL, _IOFBF, 16);	/* a read (and allocation) per line */
+	while (!atomic_load(&stdio_stop))
+		if (getline(&line, &n, f) < 0)
+			break;
+	free(line);
+	fclose(f);
+	return NULL;
+}
+
+static void *stdio_flusher(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stdio_stop)) {
+		fflush(NULL);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void fork_stdio_case(void *arg)
+{
+	int forks = *(int *)arg, bad = 0;
+	pthread_t t[3];
+
+	alarm(jp_test_on_valgrind() ? 120 : 30);
+	atomic_store(&stdio_stop, 0);
+	pthread_create(&t[0], NULL, stdio_reader, NULL);
+	pthread_create(&t[1], NULL, stdio_reader, NULL);
+	pthread_create(&t[2], NULL, stdio_flusher, NULL);
+	for (int f = 0; f < forks; f++) {
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			/* Both the allocator and stdio were left consistent. */
+			void *p = jp_alloc(5000);
+
+			memset(p, 1, 5000);
+			jp_free(p);
+			jp_free(jp_alloc(300 << 10));
+			fflush(NULL);
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0)
+			bad++;
+	}
+	atomic_store(&stdio_stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	fprintf(stderr, "forks %d bad %d\n", forks, bad);
+	exit(bad == 0 ? 0 : 1);
+}
+
+static void test_fork_stdio(void)
+{
+	struct jp_child_result res;
+	int forks = (int)jp_test_scaled(100, 10);
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(fork_stdio_case, &forks, &res), 0);
+	CU_ASSERT(!res.signaled);	/* SIGALRM: a deadlock */
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "bad 0"));
+}
+
 /* fork() from a signal handler that interrupted the allocator in the same
  * thread: the atfork handlers must not wait for a lock the interrupted
  * code holds. */
@@ -1220,6 +1326,7 @@ static CU_TestInfo thread_tests[] = {
 static CU_TestInfo memory_tests[] = {
 	{ "trim after 1 GiB in small blocks: RSS < 10% of peak", test_trim_gives_back },
 	{ "memory freed in one class serves another", test_cross_class_reuse },
+	{ "fork() racing getline and fflush(NULL) in other threads: no deadlock", test_fork_stdio },
 	{ "huge blocks are unmapped on free (beyond the cache, or by the trim)", test_huge_unmapped_on_free },
 	{ "the huge cache: a freed mapping serves the next huge block", test_huge_cache_reuse },
 	{ NULL, NULL },
