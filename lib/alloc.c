@@ -495,9 +495,21 @@ JP_EXPORT void jp_thread_flush(void)
 
 JP_EXPORT size_t jp_alloc_trim(void)
 {
+	uint64_t t0;
+
 	if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
 		return 0;
+	/*
+	 * What goes back is counted in jp__ag.trimmed where it goes: the
+	 * flush and the release of empty spans may purge dirty slices or
+	 * unmap a segment on their own, besides the purge, the unmapping of
+	 * empty segments and of the huge cache here.  relaxed: a statistic;
+	 * another thread's purge meanwhile is counted too, and was given back.
+	 */
+	t0 = atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed);
 	jp_thread_flush();
 	jp__classes_trim();
-	return jp__huge_trim() + jp__segment_trim();
+	jp__huge_trim();
+	jp__segment_trim();
+	return (size_t)(atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed) - t0);
 }

@@ -287,6 +287,7 @@ static size_t huge_offset(size_t align)
 static struct {
 	void *base;
 	size_t size;
+	size_t res;		/* resident at most: the block's pages */
 	uint64_t when;
 } hcache[HC_N];				/* oldest first */
 static unsigned hcache_n;
@@ -355,8 +356,9 @@ static void *hcache_take(size_t total, size_t *size)
 	return base;
 }
 
-/* Keep a freed mapping; false when it does not fit (the caller unmaps). */
-static bool hcache_put(void *base, size_t size)
+/* Keep a freed mapping, of which res bytes may be resident; false when it
+ * does not fit (the caller unmaps). */
+static bool hcache_put(void *base, size_t size, size_t res)
 {
 	uint64_t now;
 
@@ -370,6 +372,7 @@ static bool hcache_put(void *base, size_t size)
 		hcache_drop(0);
 	hcache[hcache_n].base = base;
 	hcache[hcache_n].size = size;
+	hcache[hcache_n].res = res;
 	hcache[hcache_n].when = now;
 	hcache_n++;
 	hcache_bytes += size;
@@ -377,15 +380,19 @@ static bool hcache_put(void *base, size_t size)
 	return true;
 }
 
-/* Unmap every cached mapping; returns the bytes. */
+/* Unmap every cached mapping; returns the bytes that were resident (the
+ * pages beyond each block were given back when it was made). */
 static size_t hcache_trim(void)
 {
 	size_t total = 0;
 
 	jp__lock(&jp__seg_lock);
-	while (hcache_n > 0)
-		total += hcache_drop(0);
+	while (hcache_n > 0) {
+		total += hcache[0].res;
+		hcache_drop(0);
+	}
 	jp__unlock(&jp__seg_lock);
+	trimmed_add(total);
 	return total;
 }
 
@@ -469,7 +476,7 @@ void jp__huge_free(struct jp_huge *h)
 	huge_count(h, -1);
 	h->magic = 0;
 	reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
-	if (cacheable && hcache_put(base, total))
+	if (cacheable && hcache_put(base, total, h->user_off + h->usable))
 		return;
 	jp__os_unmap(base, total);
 	jp__mapped_sub(total);

@@ -1085,6 +1085,38 @@ static void test_trim_gives_back(void)
 	}
 }
 
+/* jp_alloc_trim() returns the bytes it gave back: the RSS it dropped. */
+static void test_trim_returns_bytes(void)
+{
+	size_t total = 8 * MiB, before, after, got;
+	void **a, *h;
+
+	jp_alloc_trim();
+	a = chain_alloc(total / 2, 1024);
+	h = jp_alloc(2 * MiB);	/* kept by the huge cache when freed */
+	memset(h, 1, 2 * MiB);
+	chain_free(a);
+	a = chain_alloc(total / 2, 96);
+	chain_free(a);
+	jp_free(h);
+	before = rss_now();
+	got = jp_alloc_trim();
+	after = rss_now();
+	/* Most of it was free and resident (a part may have gone back by
+	 * madvise within the second already). */
+	CU_ASSERT(got > 0);
+	CU_ASSERT(got >= total / 4);
+	if (rss_checks()) {
+		size_t drop = before > after ? before - after : 0;
+
+		printf("(gave back %zu KiB, RSS down %zu KiB) ", got >> 10, drop >> 10);
+		CU_ASSERT(drop >= got / 4 * 3);
+		CU_ASSERT(drop <= got + 2 * MiB);
+	}
+	/* Nothing left to give back. */
+	CU_ASSERT(jp_alloc_trim() < MiB);
+}
+
 static void test_cross_class_reuse(void)
 {
 	size_t total = mem_size(256);
@@ -1325,6 +1357,7 @@ static CU_TestInfo thread_tests[] = {
 
 static CU_TestInfo memory_tests[] = {
 	{ "trim after 1 GiB in small blocks: RSS < 10% of peak", test_trim_gives_back },
+	{ "jp_alloc_trim returns the bytes given back, as the RSS drop", test_trim_returns_bytes },
 	{ "memory freed in one class serves another", test_cross_class_reuse },
 	{ "fork() racing getline and fflush(NULL) in other threads: no deadlock", test_fork_stdio },
 	{ "huge blocks are unmapped on free (beyond the cache, or by the trim)", test_huge_unmapped_on_free },
