@@ -75,6 +75,7 @@ void jp__alloc_init_slow(void)
 		jp__ag.mag_size = o->mag_size;
 		jp__ag.madvise_min = o->madvise_min;
 		jp__tcache_init();
+		jp__stats_init();
 		/* release: the tables above are seen by every thread that
 		 * reads the state (acquire). */
 		atomic_store_explicit(&jp__alloc_state, 2, memory_order_release);

@@ -304,6 +304,8 @@ static inline unsigned jp__reg_get(uintptr_t a)
 /* "os.c" (the allocator's block at its end) */
 int jp__os_resize(void *addr, size_t old_size, size_t new_size);
 int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
+int jp__os_dup_high(int fd, int min, uint64_t id[2]);	/* the alloc2 block */
+int jp__os_fd_is(int fd, const uint64_t id[2]);
 
 /* "alloc.c" */
 void jp__alloc_init_slow(void);
@@ -343,6 +345,7 @@ extern uint64_t jp__dead_alloc[JP_NCLASSES], jp__dead_free[JP_NCLASSES],
 
 /* "alloc_stats.c" */
 void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss);
+void jp__stats_init(void);	/* at start: keep a copy of stderr */
 
 /* Span of a pointer known to be in a small segment. */
 static inline struct jp_span *jp__span_of(uintptr_t a)

@@ -226,6 +226,22 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	return o.err;
 }
 
+/*
+ * JPSYNC_STATS=1 prints on stderr, but programs such as cat and sort close
+ * stderr (close_stdout, an atexit handler) before the library's destructor
+ * runs: the allocator keeps a close-on-exec copy of fd 2 from its start,
+ * and prints there if it is still the same file (a program may have put
+ * another file on that number meanwhile), else on fd 2.
+ */
+static int stats_fd = -1;
+static uint64_t stats_id[2];
+
+void jp__stats_init(void)
+{
+	if (jp__options()->stats == JP_STATS_STDERR)
+		stats_fd = jp__os_dup_high(2, 1000, stats_id);
+}
+
 /* JPSYNC_STATS=1 (stderr) or =path: the table at exit. */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
@@ -233,7 +249,7 @@ __attribute__((destructor)) static void stats_at_exit(void)
 	int fd;
 
 	if (opt->stats == JP_STATS_STDERR)
-		jp_alloc_stats_print(2);
+		jp_alloc_stats_print(jp__os_fd_is(stats_fd, stats_id) ? stats_fd : 2);
 	else if (opt->stats == JP_STATS_FILE) {
 		fd = open(opt->stats_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {

@@ -380,3 +380,41 @@ int jp__os_membarrier(void)
 {
 	return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0 ? 0 : errno;
 }
+
+/* ---- alloc2: a private copy of a descriptor (JPSYNC_STATS to stderr) ----
+ * Programs such as cat and sort close stderr before the library's exit
+ * handler prints the statistics table; the allocator keeps a close-on-exec
+ * copy of fd 2, made at start, high up (away from the descriptors a
+ * program numbers itself), and checks at exit that it still is that file.
+ * Declared in alloc_internal.h. */
+#include <sys/stat.h>
+
+int jp__os_dup_high(int fd, int min, uint64_t id[2]);
+int jp__os_fd_is(int fd, const uint64_t id[2]);
+
+/* A close-on-exec copy of fd numbered min or more (lower if the limit on
+ * descriptors is below min); -1 if fd is not open.  id: what it is. */
+int jp__os_dup_high(int fd, int min, uint64_t id[2])
+{
+	struct stat st;
+	int c = -1;
+
+	if (fstat(fd, &st) != 0)
+		return -1;
+	for (; c < 0 && min >= 3; min /= 4)
+		c = fcntl(fd, F_DUPFD_CLOEXEC, min);
+	if (c < 0)
+		return -1;
+	id[0] = (uint64_t)st.st_dev;
+	id[1] = (uint64_t)st.st_ino;
+	return c;
+}
+
+/* 1 when fd is open on the file id describes. */
+int jp__os_fd_is(int fd, const uint64_t id[2])
+{
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == id[0] &&
+	       (uint64_t)st.st_ino == id[1];
+}

@@ -902,6 +902,12 @@ static void test_stats_at_exit(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "mapped"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "hit%"));
 
+	/* A program that closes stderr before exit (cat, sort): the table
+	 * goes to the copy of stderr the allocator made at start. */
+	run_helper("stats-close-stderr", "JPSYNC_STATS=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "jpsync allocator statistics"));
+
 	snprintf(path, sizeof path, "%s/test-alloc-stats.%d", P_tmpdir, (int)getpid());
 	snprintf(env, sizeof env, "JPSYNC_STATS=%s", path);
 	unlink(path);

@@ -92,6 +92,16 @@ if ! sanitized; then
 fi
 echo "ok: LD_PRELOAD is prepended to"
 
+# --stats with a program that closes stderr before it exits (coreutils'
+# close_stdout): the table still reaches the stderr it started with.
+if ! sanitized; then
+  "$run" --stats cat /dev/null > "$tmp/out" 2> "$tmp/err"; rc=$?
+  [ $rc -eq 0 ] || bad "--stats cat /dev/null: exit $rc"
+  grep -q '^jpsync allocator statistics' "$tmp/err" ||
+    bad "--stats cat /dev/null printed no table"
+  echo "ok: --stats with a program that closes stderr (cat)"
+fi
+
 # Usage errors: exit 2, nothing on stdout, exactly two lines on stderr.
 usage_error() {
   "$run" "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
