@@ -149,6 +149,8 @@ function gp_head(gp, png, title) {
 	print "set bmargin 5" > gp
 	print "set grid ytics" > gp
 	print "set key outside right top" > gp
+	# gnuplot's fifth default colour (yellow) is hard to see on white.
+	print "set linetype 5 lc rgb \"#b8860b\"" > gp
 }
 
 function better_words(better) { return better == "higher" ? "higher is better" : "lower is better" }
