@@ -210,13 +210,21 @@ static void release_slot(JP_MPRING_T *q, uint64_t pos)
 static void popped(JP_MPRING_T *q, uint64_t pos, size_t k)
 {
 #if !JP_MPRING_MC
-	/* seq_cst: the single consumer's store of head is its half of the
-	 * Dekker pair with a sleeping producer (queue_internal.h). */
-	atomic_store(&q->head, pos + k);
+	/*
+	 * release: the slots' release before head moves.  The single consumer
+	 * publishes head with a plain store and pays no locked instruction
+	 * (which would wait for the slot's sequence store to reach memory);
+	 * its half of the Dekker pair with a sleeping producer is the
+	 * asymmetric fence of queue_internal.h, like SPSC.
+	 */
+	atomic_store_explicit(&q->head, pos + k, memory_order_release);
+	jp__q_fast_fence();
+	jp__qchan_wake_fenced(&q->not_full);
+	(void)k;
 #else
 	(void)pos;
+	jp__qchan_wake(&q->not_full, k);	/* after the seq_cst CAS of head */
 #endif
-	jp__qchan_wake(&q->not_full, k);
 }
 
 JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
@@ -284,8 +292,9 @@ JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
 
 	if (jp_likely(r != EAGAIN))
 		return r;
+	/* MPSC: the consumer frees slots with plain stores (popped()). */
 	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
-			  (void *)elem, deadline, false);
+			  (void *)elem, deadline, !JP_MPRING_MC);
 }
 
 JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,
