@@ -75,8 +75,9 @@ void jp__tcache_init(void)
 		}
 		span = (size_t)k->nslices * JP_SLICE_SIZE;
 		k->nblocks = (uint32_t)(span / bs);
-		/* A bin holds at most cache_n blocks and 128 KiB. */
-		lim = ((size_t)128 << 10) / bs;
+		/* A bin holds at most cache_n blocks and 64 KiB: with many threads,
+		 * cached big blocks would dominate RSS. */
+		lim = ((size_t)64 << 10) / bs;
 		if (lim > cache_n)
 			lim = cache_n;
 		if (lim < 1)
@@ -545,7 +546,7 @@ size_t jp__classes_trim(void)
  * Take every lock before fork so that the child gets consistent lists.  A
  * lock this very thread holds (fork from a signal handler that interrupted
  * the allocator) is left alone: waiting for it would deadlock, and the
- * interrupted code finishes its work in both processes after the handler.
+ * interrupted code finishes its work after the handler returns.
  */
 #define NLOCKS (JP_NARENAS * JP_NCLASSES + 2)
 static uint64_t held_by_us[(NLOCKS + 63) / 64];
@@ -584,12 +585,24 @@ void jp__atfork_parent(void)
 		unlock_after_fork(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock, i);
 }
 
+static void reset_lock(struct jp__lock *l)
+{
+	/* relaxed: the child has one thread. */
+	atomic_store_explicit(&l->word, 0, memory_order_relaxed);
+	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+}
+
 void jp__atfork_child(void)
 {
-	/* Only this thread exists now; every lock is free again (a lock the
-	 * interrupted code of this thread held is released by it). */
-	unlock_after_fork(&jp__heap_lock, NLOCKS - 1);
-	unlock_after_fork(&jp__seg_lock, NLOCKS - 2);
-	for (unsigned i = JP_NARENAS * JP_NCLASSES; i-- > 0;)
-		unlock_after_fork(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock, i);
+	/*
+	 * Only this thread exists now: every lock is free again, also one
+	 * that the code this thread interrupted (fork from a signal handler)
+	 * holds, so that the child can allocate, as with the C library's
+	 * malloc; the interrupted code's unlock, if the handler returns,
+	 * finds it free.
+	 */
+	reset_lock(&jp__heap_lock);
+	reset_lock(&jp__seg_lock);
+	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++)
+		reset_lock(&jp__central[i / JP_NCLASSES][i % JP_NCLASSES].lock);
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -619,6 +620,66 @@ static void test_fork_while_allocating(void)
 		pthread_join(t[i], NULL);
 }
 
+/* fork() from a signal handler that interrupted the allocator in the same
+ * thread: the atfork handlers must not wait for a lock the interrupted
+ * code holds. */
+static volatile sig_atomic_t sig_forks, sig_bad, sig_want;
+
+static void fork_in_handler(int sig)
+{
+	int st, saved = errno;
+	pid_t pid;
+
+	(void)sig;
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		sig_bad = 1;
+	/* A fork can take longer than the timer's period: stop it here, or
+	 * the handler would run back to back forever. */
+	if (++sig_forks >= sig_want) {
+		struct itimerval off = { { 0, 0 }, { 0, 0 } };
+
+		setitimer(ITIMER_REAL, &off, NULL);
+	}
+	errno = saved;
+}
+
+static void test_fork_in_signal_handler(void)
+{
+	struct sigaction sa, old;
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } }, off = { { 0, 0 }, { 0, 0 } };
+	int want = (int)jp_test_scaled(200, 10);
+	void *p[100];
+
+	if (jp_test_sanitized() || jp_test_on_valgrind()) {
+		printf("(skipped under sanitizers and valgrind) ");
+		return;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fork_in_handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	CU_ASSERT_EQUAL_FATAL(sigaction(SIGALRM, &sa, &old), 0);
+	sig_forks = 0;
+	sig_bad = 0;
+	sig_want = want;
+	setitimer(ITIMER_REAL, &it, NULL);
+	/* Refills and flushes (under the class locks) all the time. */
+	while (sig_forks < want) {
+		for (int i = 0; i < 100; i++)
+			p[i] = jp_alloc((size_t)(16 + (i % 3) * 200));
+		for (int i = 0; i < 100; i++)
+			jp_free(p[i]);
+		jp_thread_flush();
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	CU_ASSERT_EQUAL(sig_bad, 0);
+}
+
 /* ---- helper programs ------------------------------------------------- */
 
 static char helper_path[4096];
@@ -1065,6 +1126,7 @@ static CU_TestInfo thread_tests[] = {
 	{ "jp_thread_flush empties the caller's cache", test_thread_flush },
 	{ "stress: mixed sizes from 8 threads", test_stress_mixed_sizes },
 	{ "fork while other threads allocate", test_fork_while_allocating },
+	{ "fork from a signal handler that interrupted the allocator", test_fork_in_signal_handler },
 	{ "dlopen by a program not linked with libjpsync", test_dlopen_by_unlinked_program },
 	{ NULL, NULL },
 };
