@@ -88,7 +88,6 @@ JP_EXPORT void jp_arena_destroy(jp_arena_t *a)
 
 static __thread jp_arena_t *local_arena __attribute__((tls_model("initial-exec")));
 static pthread_key_t local_key;
-static pthread_once_t local_once = PTHREAD_ONCE_INIT;
 
 static void local_exit(void *a)
 {
@@ -96,7 +95,10 @@ static void local_exit(void *a)
 	jp_arena_destroy(a);
 }
 
-static void local_key_create(void)
+/* At load time, before any thread can race for it (and so that the
+ * valgrind tools, which do not understand pthread_once's fast path, see the
+ * key written before every thread that reads it was created). */
+__attribute__((constructor)) static void local_key_create(void)
 {
 	if (pthread_key_create(&local_key, local_exit) != 0)
 		jp__die("pthread_key_create failed for jp_arena_local");
@@ -108,7 +110,6 @@ JP_EXPORT jp_arena_t *jp_arena_local(void)
 
 	if (jp_likely(a != NULL))
 		return a;
-	pthread_once(&local_once, local_key_create);
 	a = jp_arena_create(JP_ARENA_LOCAL_BYTES);
 	if (a == NULL)
 		return NULL;

@@ -15,6 +15,14 @@
  * broadcast, a signal aimed at another waiter, the counter wrapping after
  * 2^32 signals); callers loop on their predicate, as with pthread_cond_wait.
  *
+ * Waiters count themselves in the proxy state of the condition variable's
+ * address (wait.c's table: the struct has no room of its own), under the
+ * mutex and before they read the counter; signal and broadcast advance the
+ * counter, then look at the count and make no system call when it is 0.
+ * A signaller that changed the predicate under the mutex took the mutex
+ * after any waiter that saw the old predicate had counted itself, so it
+ * sees the count.  States shared with other objects only over-count.
+ *
  * Nothing is requeued: woken waiters take the mutex with jp_mutex_lock, so
  * the mutex word turns 2 when they contend and unlock keeps waking them.
  */
@@ -27,12 +35,15 @@
 static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadline, void *pc)
 {
 	_Atomic uint32_t *w = jp__cond_word(c);
+	_Atomic uint32_t *waiters = jp__wait_cond_waiters(c);
 	int mode = jp__sync_mode_get();
 	uint32_t seq;
 	int r;
 
 	if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
 		return EINVAL;
+	/* seq_cst: counted before the counter is read (see the top). */
+	atomic_fetch_add(waiters, 1);
 	if (mode & JP_SYNC_VALGRIND)
 		JP_BENIGN_RACE(&c->seq, sizeof c->seq, "jp_cond futex word");
 	/*
@@ -43,6 +54,8 @@ static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadlin
 	seq = atomic_load_explicit(w, memory_order_relaxed);
 	jp__mutex_unlock_at(m, pc);
 	r = jp__futex_wait(w, seq, deadline);
+	/* relaxed: leaving only spares a later signal its system call. */
+	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
 	jp__mutex_lock_at(m, pc);
 	if (mode & JP_SYNC_VALGRIND)
 		JP_HB_AFTER(c);
@@ -58,12 +71,14 @@ static void cond_wake(jp_cond_t *c, int n)
 		JP_HB_BEFORE(c);
 	}
 	/*
-	 * release: what the signaller wrote before signalling is visible to a
-	 * waiter that sees the new count (a waiter normally gets it through the
-	 * mutex; this covers predicates changed without it).
+	 * seq_cst, both: the counter moves before the waiter count is read,
+	 * the pairing of the waiter's count-then-read (see the top).
 	 */
-	atomic_fetch_add_explicit(w, 1, memory_order_release);
-	jp__futex_wake(w, n);
+	atomic_fetch_add(w, 1);
+	if (atomic_load(jp__wait_cond_waiters(c)) != 0) {
+		jp__wait_count_wake();
+		jp__futex_wake(w, n);
+	}
 }
 
 JP_EXPORT void jp_cond_init(jp_cond_t *c)

@@ -23,9 +23,11 @@
  *  - exit stores 0 with release; the scans load with acquire, so the
  *    reader's accesses to the object happen before free_fn runs.
  *
- * synchronize() increments G and waits until no thread is inside with an
- * epoch older than the new G: every reader inside at the call has left.  It
- * holds no lock while it waits (a reader may block on a lock of its own).
+ * G moves only in advance_from(), after a scan that found nobody inside
+ * with an older epoch.  synchronize() drives G two steps past the value it
+ * read at the call, waiting between scans: every reader inside at the call
+ * has left by then.  It holds no lock while it waits (a reader may block on
+ * a lock of its own before it can leave).
  *
  * This is the library's only epoch implementation: the allocator's design
  * needs none.
@@ -169,29 +171,40 @@ static bool holds_back(struct ep_rec *r, uint64_t g)
 	/* acquire: pairs with exit's release store. */
 	uint64_t l = atomic_load_explicit(&r->local, memory_order_acquire);
 
-	if (!(l & 1)) {
-		JP_HB_AFTER(&r->local);
-		return false;
-	}
-	return (l >> 1) < g;
+	if ((l & 1) && (l >> 1) < g)
+		return true;
+	JP_HB_AFTER(&r->local);	/* its earlier sections are over */
+	return false;
 }
 
-/* Move G forward by one if nobody inside holds it back; never blocks. */
-static void try_advance(jp_epoch_t *e)
+/*
+ * Move G from g to g + 1 if no thread inside holds it back: the only way G
+ * ever moves, so "G >= t + 2" always means two clean scans since t.
+ * Returns true if G is now past g (by us or by someone else).
+ */
+static bool advance_from(jp_epoch_t *e, uint64_t g, bool block)
 {
 	struct jp__pt_rec *x;
-	uint64_t g;
 
-	if (pthread_mutex_trylock(&e->hub->lock) != 0)
-		return;
-	g = atomic_load(&e->global);
+	if (block)
+		pthread_mutex_lock(&e->hub->lock);
+	else if (pthread_mutex_trylock(&e->hub->lock) != 0)
+		return false;
 	atomic_thread_fence(memory_order_seq_cst);	/* pairs with enter's fence */
 	for (x = e->hub->recs; x != NULL; x = x->onext)
 		if (holds_back((struct ep_rec *)x, g))
 			break;
-	if (x == NULL)
+	if (x == NULL) {
+		JP_HB_BEFORE(&e->global);	/* what the scan saw, to the freers */
 		atomic_compare_exchange_strong(&e->global, &g, g + 1);
+	}
 	pthread_mutex_unlock(&e->hub->lock);
+	return x == NULL;
+}
+
+static void try_advance(jp_epoch_t *e)
+{
+	advance_from(e, atomic_load(&e->global), false);
 }
 
 static void run_list(struct limbo *l)
@@ -233,6 +246,7 @@ static void collect(jp_epoch_t *e, struct ep_rec *r)
 
 	try_advance(e);
 	g = atomic_load(&e->global);
+	JP_HB_AFTER(&e->global);
 	pthread_mutex_lock(&r->lock);
 	ripe = take_ripe(&r->limbo, &r->nlimbo, g);
 	pthread_mutex_unlock(&r->lock);
@@ -282,28 +296,29 @@ static void pause_a_bit(unsigned *spins)
 JP_EXPORT void jp_epoch_synchronize(jp_epoch_t *e)
 {
 	struct ep_rec *self = rec_of(e);
-	uint64_t g;
+	uint64_t g0;
 	unsigned spins = 0;
 
 	if (self->nest != 0)
 		jp__die("jp_epoch_synchronize inside jp_epoch_enter/exit would wait for itself");
-	atomic_thread_fence(memory_order_seq_cst);	/* the caller's unlinks before the scan */
-	g = atomic_fetch_add(&e->global, 1) + 1;
-	atomic_thread_fence(memory_order_seq_cst);	/* pairs with enter's fence */
+	atomic_thread_fence(memory_order_seq_cst);	/* the caller's unlinks before the scans */
+	/*
+	 * Readers inside now have epochs <= g0.  G reaches g0 + 2 only through
+	 * a scan that found no reader inside with an epoch below g0 + 1: by
+	 * then every one of them has left.  The lock is held for one scan at a
+	 * time, never while waiting (a reader may be waiting for a lock of its
+	 * own before it can leave).
+	 */
+	g0 = atomic_load(&e->global);
 	for (;;) {
-		struct jp__pt_rec *x;
+		uint64_t g = atomic_load(&e->global);
 
-		pthread_mutex_lock(&e->hub->lock);
-		for (x = e->hub->recs; x != NULL; x = x->onext)
-			if (holds_back((struct ep_rec *)x, g))
-				break;
-		pthread_mutex_unlock(&e->hub->lock);
-		if (x == NULL)
-			return;
-		/* Wait with no lock held; the list may change meanwhile, so
-		 * scan again from the start. */
-		pause_a_bit(&spins);
+		if (g >= g0 + 2)
+			break;
+		if (!advance_from(e, g, true))
+			pause_a_bit(&spins);
 	}
+	JP_HB_AFTER(&e->global);
 }
 
 /* Detach every pending entry: this epoch's records' and the orphans'. */

@@ -274,7 +274,12 @@ static void report_inversion(const struct ld_edge *first, const jp_mutex_t *held
 void jp__lockdep_before_lock(jp_mutex_t *m, void *pc)
 {
 	struct ld_thread *t = ld_thread_get();
-	unsigned n;
+	/* Inversions found, printed after ld_lock is released (see below). */
+	struct {
+		struct ld_edge first;
+		const struct ld_held *held;
+	} found[4];
+	unsigned n, nfound = 0;
 
 	if (t == NULL)
 		return;
@@ -312,12 +317,21 @@ void jp__lockdep_before_lock(jp_mutex_t *m, void *pc)
 		e->pc_b = pc;
 		e->tid = t->tid;
 		rev = edge_find(bm, a, 0);
-		if (rev != NULL && !rev->reported) {
+		if (rev != NULL && !rev->reported && nfound < JP_ARRAY_SIZE(found)) {
 			rev->reported = e->reported = 1;
-			report_inversion(rev, t->held[i].m, t->held[i].pc, m, pc, t->tid);
+			found[nfound].first = *rev;
+			found[nfound].held = &t->held[i];
+			nfound++;
 		}
 	}
 	jp__mutex_unlock_internal(&ld_lock);
+	/*
+	 * Reported outside ld_lock: dladdr takes the dynamic loader's lock,
+	 * and a thread inside dlopen may be running a constructor that waits
+	 * for ld_lock.
+	 */
+	for (unsigned i = 0; i < nfound; i++)
+		report_inversion(&found[i].first, found[i].held->m, found[i].held->pc, m, pc, t->tid);
 }
 
 void jp__lockdep_acquired(jp_mutex_t *m, void *pc)

@@ -285,7 +285,7 @@ JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
 	if (jp_likely(r != EAGAIN))
 		return r;
 	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
-			  (void *)elem, deadline);
+			  (void *)elem, deadline, false);
 }
 
 JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,
@@ -296,7 +296,7 @@ JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,
 	if (jp_likely(r != EAGAIN))
 		return r;
 	return jp__qblock(q, &q->not_empty, try_pop_v, pop_may_sleep, elem,
-			  deadline);
+			  deadline, false);
 }
 
 JP_EXPORT void JP_MPRING(_close)(JP_MPRING_T *q)

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 
 #ifdef JP_TSAN
 # include <sanitizer/tsan_interface.h>
@@ -39,18 +40,47 @@
 # define TSAN(call) ((void)0)
 #endif
 
-/* Pause instructions a locker spends waiting for a running owner. */
+/*
+ * Pause instructions a locker spends waiting for a running owner: at most
+ * JP_MUTEX_SPIN, and adaptively fewer.  spin_budget follows the number of
+ * pauses after which spinning lately succeeded (as glibc's adaptive mutex
+ * does per mutex, here per process: the word has no room): it moves an
+ * eighth of the way towards twice that number on each success, and loses a
+ * quarter on each spin that ended in sleep anyway, down to JP_MUTEX_SPIN_MIN.
+ * Where owners are often preempted (an over-subscribed machine), spins fail
+ * and the budget shrinks.
+ */
 #define JP_MUTEX_SPIN 200
+#define JP_MUTEX_SPIN_MIN 16
 
 _Atomic int jp__sync_mode;
 static bool lockdep_forced;
 static _Atomic unsigned spin_limit = UINT_MAX;	/* UINT_MAX: not decided yet */
+static _Atomic unsigned spin_budget = JP_MUTEX_SPIN;
+
+/*
+ * Under helgrind or drd, the happens-before client requests are needed;
+ * under memcheck or callgrind they would only cost instructions (and skew
+ * callgrind's counts).  Valgrind preloads vgpreload_<tool>-<arch>.so into
+ * the program, which tells the tool.
+ */
+static bool race_detector_tool(void)
+{
+	const char *p = jp__os_getenv("LD_PRELOAD");
+
+	if (!JP_ON_VALGRIND())
+		return false;
+	if (p == NULL)
+		return true;	/* cannot tell: annotate, to be safe */
+	return strstr(p, "vgpreload_helgrind") != NULL || strstr(p, "vgpreload_drd") != NULL ||
+	       strstr(p, "vgpreload_") == NULL;
+}
 
 int jp__sync_mode_init(void)
 {
 	int mode = JP_SYNC_PLAIN;
 
-	if (JP_ON_VALGRIND()) {
+	if (race_detector_tool()) {
 		mode |= JP_SYNC_VALGRIND;
 		/* Written once with the same value by whoever comes first. */
 		JP_BENIGN_RACE(&jp__sync_mode, sizeof jp__sync_mode, "jpsync mode");
@@ -97,23 +127,47 @@ static inline bool try_acquire(_Atomic uint32_t *w)
  * Spin while the owner is probably running, then sleep.  Returns 0 once
  * the lock is ours, ETIMEDOUT when the deadline passed first.
  */
+/* relaxed, both: the budget is a tuning hint, a lost update is harmless. */
+static void spin_adapt(unsigned budget, unsigned used, bool won)
+{
+	int next, b = (int)budget;
+
+	if (won)
+		next = b + (2 * (int)used + JP_MUTEX_SPIN_MIN - b) / 8;
+	else
+		next = b - b / 4;
+	if (next < JP_MUTEX_SPIN_MIN)
+		next = JP_MUTEX_SPIN_MIN;
+	if (next > JP_MUTEX_SPIN)
+		next = JP_MUTEX_SPIN;
+	if (next != b)
+		atomic_store_explicit(&spin_budget, (unsigned)next, memory_order_relaxed);
+}
+
 static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *deadline)
 {
-	unsigned spin = spin_limit_get();
+	unsigned limit = spin_limit_get(), spin = 0, i;
 	uint32_t v;
 	int r;
 
-	for (unsigned i = 0; i < spin; i++) {
+	if (limit != 0)
+		/* relaxed: see spin_adapt. */
+		spin = atomic_load_explicit(&spin_budget, memory_order_relaxed);
+	for (i = 0; i < spin; i++) {
 		/* relaxed: only a hint; the compare-exchange does the acquiring. */
 		v = atomic_load_explicit(w, memory_order_relaxed);
 		if (v == 0) {
-			if (try_acquire(w))
+			if (try_acquire(w)) {
+				spin_adapt(spin, i, true);
 				return 0;
+			}
 		} else if (v == 2) {
 			break;		/* sleepers: the hand-over goes through the kernel */
 		}
 		jp_cpu_relax();
 	}
+	if (spin != 0 && i == spin)
+		spin_adapt(spin, i, false);
 	/* acquire: as try_acquire (the exchange may be what takes the lock). */
 	v = atomic_exchange_explicit(w, 2, memory_order_acquire);
 	while (v != 0) {
@@ -125,7 +179,7 @@ static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *dea
 		 * again so that a newcomer does not keep stealing the lock
 		 * from the thread the unlock chose to wake.
 		 */
-		for (unsigned i = 0; i < spin; i++) {
+		for (unsigned j = 0; j < spin; j++) {
 			/* relaxed: a hint, as above. */
 			if (atomic_load_explicit(w, memory_order_relaxed) == 0)
 				break;

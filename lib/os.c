@@ -353,3 +353,30 @@ int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest)
 		return errno == EAGAIN ? ENOMEM : errno;
 	return 0;
 }
+
+/* ---- queue (data flow): asymmetric fences ------------------------------- */
+/*
+ * membarrier(2) with MEMBARRIER_CMD_PRIVATE_EXPEDITED runs a full memory
+ * barrier on every CPU that is running a thread of this process.  The
+ * queues use it on their slow (parking, closing) paths so that their fast
+ * paths need no fence: a store followed by a load on the fast side is
+ * ordered against the slow side by the barrier the kernel forces.
+ */
+#include <linux/membarrier.h>
+
+int jp__os_membarrier_init(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+	    !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+		return ENOSYS;
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) != 0)
+		return errno;
+	return 0;
+}
+
+int jp__os_membarrier(void)
+{
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0 ? 0 : errno;
+}

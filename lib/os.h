@@ -73,4 +73,12 @@ uint64_t jp__os_now_ns(void);
 /* The kernel thread id of the caller. */
 int jp__os_gettid(void);
 
+/* ---- queue (data flow): asymmetric fences ------------------------------ */
+
+/* Register the process for membarrier(2) private expedited: 0, or an errno
+ * value (ENOSYS: not supported, then callers use ordinary fences). */
+int jp__os_membarrier_init(void);
+/* A full memory barrier on every running thread of the process: 0 or errno. */
+int jp__os_membarrier(void);
+
 #endif /* JP_OS_H */

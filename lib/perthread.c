@@ -10,7 +10,6 @@
 __thread struct jp__pt_tls jp__pt_tls __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t pt_key;
-static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t pt_next_id = 1;
 
 static void hub_unref(struct jp__pt_hub *h)
@@ -57,7 +56,8 @@ static void pt_thread_exit(void *arg)
 	}
 }
 
-static void pt_key_create(void)
+/* At load time: see arena.c. */
+__attribute__((constructor)) static void pt_key_create(void)
 {
 	if (pthread_key_create(&pt_key, pt_thread_exit) != 0)
 		jp__die("pthread_key_create failed for the per-thread records");
@@ -142,7 +142,6 @@ struct jp__pt_rec *jp__pt_get_slow(struct jp__pt_hub *h)
 			return r;
 		}
 	}
-	pthread_once(&pt_once, pt_key_create);
 	if (!jp__pt_tls.key_set) {
 		/* Any non-NULL value makes the destructor run at thread exit. */
 		if (pthread_setspecific(pt_key, &jp__pt_tls) != 0)

@@ -46,8 +46,12 @@ struct jp_pool {
 	unsigned flags;
 	bool check;
 	size_t tc_size, tc_batch;	/* thread cache slots, objects per batch */
+	size_t limit;			/* cap * stride */
 	struct jp__pt_hub *hub;
 	uint64_t hub_id;
+	/* hub_id when the cache can serve get/put without checks; otherwise
+	 * UINT64_MAX, which no thread-local id ever equals. */
+	uint64_t fast_id;
 	_Alignas(JP_CACHELINE) _Atomic uint64_t top;	/* tag << 32 | (index + 1) */
 };
 
@@ -166,7 +170,7 @@ static inline void check_put(struct jp_pool *p, void *obj)
 	size_t off = (size_t)((unsigned char *)obj - p->base);
 
 	/* Always: a pointer outside the pool would corrupt the free stack. */
-	if (jp_unlikely(off >= p->cap * p->stride))
+	if (jp_unlikely(off >= p->limit))
 		jp__die_ptr("jp_pool_put of a pointer not from this pool", obj);
 	if (jp_unlikely(p->check)) {
 		if (off % p->stride != 0)
@@ -232,6 +236,8 @@ JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned f
 	p->stride = stride;
 	p->cap = cap;
 	p->meta_bytes = meta;
+	p->limit = stride * cap;
+	p->fast_id = UINT64_MAX;
 	p->obj_bytes = (stride * cap + page - 1) & ~(page - 1);
 	if ((align > page ? jp__os_map_aligned(&m, p->obj_bytes, align)
 			  : jp__os_map(&m, p->obj_bytes)) != 0) {
@@ -262,6 +268,8 @@ JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned f
 			return NULL;
 		}
 		p->hub_id = p->hub->id;
+		if (!p->check)
+			p->fast_id = p->hub_id;
 	}
 	return p;
 }
@@ -276,7 +284,7 @@ JP_EXPORT void jp_pool_destroy(jp_pool_t *p)
 	jp__os_unmap(p, p->meta_bytes);
 }
 
-JP_EXPORT void *jp_pool_get(jp_pool_t *p)
+static JP_NOINLINE void *get_slow(jp_pool_t *p)
 {
 	void *obj;
 
@@ -288,9 +296,8 @@ JP_EXPORT void *jp_pool_get(jp_pool_t *p)
 		struct pool_tc *tc = tc_get(p);
 
 		if (jp_likely(tc != NULL)) {
-			if (jp_likely(tc->n > 0))
-				return mark_got(p, tc->objs[--tc->n]);
-			tc->n = pop_objs(p, tc->objs, p->tc_batch);
+			if (tc->n == 0)
+				tc->n = pop_objs(p, tc->objs, p->tc_batch);
 			if (tc->n > 0)
 				return mark_got(p, tc->objs[--tc->n]);
 			errno = ENOMEM;
@@ -304,7 +311,27 @@ JP_EXPORT void *jp_pool_get(jp_pool_t *p)
 	return mark_got(p, obj);
 }
 
-JP_EXPORT void jp_pool_put(jp_pool_t *p, void *obj)
+/*
+ * The common path: the calling thread's cache is the last per-thread record
+ * it used and is not empty.  A load and compare of a thread-local word, a
+ * load and store of the count: no lock, no atomic.  Everything else,
+ * including JPSYNC_CHECK, is in get_slow.
+ */
+JP_EXPORT void *jp_pool_get(jp_pool_t *p)
+{
+	if (jp_likely(p != NULL && jp__pt_tls.id == p->fast_id)) {
+		struct pool_tc *tc = (struct pool_tc *)jp__pt_tls.rec;
+		size_t n = tc->n;
+
+		if (jp_likely(n != 0)) {
+			tc->n = n - 1;
+			return tc->objs[n - 1];
+		}
+	}
+	return get_slow(p);
+}
+
+static JP_NOINLINE void put_slow(jp_pool_t *p, void *obj)
 {
 	if (jp_unlikely(p == NULL || obj == NULL))
 		return;
@@ -313,7 +340,7 @@ JP_EXPORT void jp_pool_put(jp_pool_t *p, void *obj)
 		struct pool_tc *tc = tc_get(p);
 
 		if (jp_likely(tc != NULL)) {
-			if (jp_unlikely(tc->n == p->tc_size)) {
+			if (tc->n == p->tc_size) {
 				/* Give the older half back; keep the recently used. */
 				size_t half = p->tc_size / 2;
 
@@ -326,6 +353,24 @@ JP_EXPORT void jp_pool_put(jp_pool_t *p, void *obj)
 		}
 	}
 	push_objs(p, &obj, 1);
+}
+
+/* The common path, as jp_pool_get; the range check is always made (a
+ * pointer from elsewhere would corrupt the free stack). */
+JP_EXPORT void jp_pool_put(jp_pool_t *p, void *obj)
+{
+	if (jp_likely(p != NULL && jp__pt_tls.id == p->fast_id)) {
+		struct pool_tc *tc = (struct pool_tc *)jp__pt_tls.rec;
+		size_t n = tc->n;
+
+		if (jp_likely(n < p->tc_size &&
+			      (uintptr_t)obj - (uintptr_t)p->base < p->limit)) {
+			tc->objs[n] = obj;
+			tc->n = n + 1;
+			return;
+		}
+	}
+	put_slow(p, obj);
 }
 
 JP_EXPORT size_t jp_pool_get_batch(jp_pool_t *p, void **objs, size_t n)

@@ -13,23 +13,32 @@
  * nothing more can come and returns EPIPE.
  *
  * Parking.  A blocked caller spins a little, then sleeps on a channel: a
- * 32-bit futex word "seq" (an event counter) and a count of waiters.  The
- * classic sequence, which loses no wake-up:
+ * 32-bit futex word "seq" (an event counter) and a count of registered
+ * waiters.  The classic sequence, which loses no wake-up:
  *
  *     waiter                              waker
  *     waiters += 1         (seq_cst)      publish: RMW or store on tail/head
  *     s = seq                                      (seq_cst)
- *     re-check the indices (seq_cst)      if (waiters != 0)  (seq_cst load)
- *     futex_wait(&seq, s)                     seq += 1, futex_wake(&seq)
+ *     re-check the indices (seq_cst)      n = exchange(waiters, 0) (seq_cst)
+ *     futex_wait(&seq, s)                 if (n) seq += 1, futex_wake(&seq, all)
  *
  * Both sides are a store followed by a load of the other side's variable
- * (Dekker): with all four seq_cst, at least one side sees the other, so
+ * (Dekker): with all of them seq_cst, at least one side sees the other, so
  * either the waiter's re-check sees the new index and does not sleep, or the
- * waker sees waiters != 0 and bumps seq, which the waiter read before its
- * re-check, so futex_wait returns at once or is woken.  When nobody waits
- * the waker pays one load of a line that nobody writes: no system call.
- * On x86 the seq_cst RMWs and loads cost nothing extra; the seq_cst store of
- * the single consumer's head is an xchg.
+ * waker sees the registration and bumps seq, which the waiter read before
+ * its re-check, so futex_wait returns at once or is woken.  (If the waiter
+ * reads the bumped seq, it also sees the publication that came before it.)
+ *
+ * The waker takes every registration at once and wakes every sleeper, who
+ * register again if they still have to wait.  So while a woken thread is on
+ * its way, later operations see no waiter and make no system call: one
+ * wake-up per sleep, not one per element.  A waiter that leaves on its own
+ * (timeout) leaves its registration behind; it costs the next waker one
+ * spurious futex_wake, never a missed one.  When nobody waits, the waker
+ * pays one load of a line that nobody writes.  (The exchange is only
+ * reached when the load sees a registration.)  On x86 the seq_cst RMWs and
+ * loads cost nothing extra; the seq_cst store of a single consumer's head
+ * is an xchg.
  */
 #ifndef JP_QUEUE_INTERNAL_H
 #define JP_QUEUE_INTERNAL_H
@@ -51,14 +60,17 @@ struct jp__qchan {
 	_Atomic uint32_t waiters;	/* callers between registering and leaving */
 } JP_ALIGNED_CL;
 
-/* Called after the caller's seq_cst publication: wake up to n sleepers. */
+void jp__qchan_wake_all(struct jp__qchan *c);
+
+/* Called after the caller's seq_cst publication: wake the sleepers. */
 static inline void jp__qchan_wake(struct jp__qchan *c, size_t n)
 {
+	(void)n;
 	/* seq_cst: the load must not pass the publication before it (Dekker). */
 	if (jp_likely(atomic_load(&c->waiters) == 0))
 		return;
-	atomic_fetch_add(&c->seq, 1);
-	jp__futex_wake(&c->seq, n > 0x7fffffff ? 0x7fffffff : (int)n);
+	if (atomic_exchange(&c->waiters, 0) != 0)
+		jp__qchan_wake_all(c);
 }
 
 /* Copy one element; pointer-sized elements (the common case) inline. */
@@ -68,6 +80,48 @@ static inline void jp__qcopy(void *dst, const void *src, size_t n)
 		memcpy(dst, src, sizeof(void *));
 	else
 		memcpy(dst, src, n);
+}
+
+/*
+ * Asymmetric fences (SPSC).  The single producer and the single consumer
+ * publish with plain release stores, which the CPU may let a later load
+ * pass; the Dekker pairs above then need a full fence on both sides.  When
+ * membarrier(2) is available, the fast side (the one publishing elements)
+ * keeps only a compiler barrier and the slow side (a caller about to sleep,
+ * close) runs jp__os_membarrier(), which forces a full barrier on every
+ * running thread of the process: whichever order the fast side's store and
+ * load executed in, one of them is ordered against the slow side's (the
+ * sys_membarrier technique of userspace-rcu).  Without membarrier (old
+ * kernels, seccomp, valgrind) both sides use seq_cst fences.
+ * jp__q_asym is written once, by a constructor of the library.
+ */
+extern bool jp__q_asym;
+
+static inline void jp__q_fast_fence(void)
+{
+	if (jp_likely(jp__q_asym))
+		atomic_signal_fence(memory_order_seq_cst);	/* compiler only, see above */
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
+static inline void jp__q_slow_fence(void)
+{
+	if (jp__q_asym)
+		jp__os_membarrier();
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* jp__qchan_wake for a waker whose publication was a plain store followed
+ * by jp__q_fast_fence(). */
+static inline void jp__qchan_wake_fenced(struct jp__qchan *c)
+{
+	/* relaxed: ordered after the publication by jp__q_fast_fence. */
+	if (jp_likely(atomic_load_explicit(&c->waiters, memory_order_relaxed) == 0))
+		return;
+	if (atomic_exchange(&c->waiters, 0) != 0)
+		jp__qchan_wake_all(c);
 }
 
 typedef int (*jp__qtry_fn)(void *q, void *elem);
@@ -80,15 +134,15 @@ typedef bool (*jp__qsleep_fn)(const void *q);
  * deadline passes (ETIMEDOUT) or the deadline is malformed (EINVAL).
  * may_sleep(q) re-checks the indices with seq_cst loads and says whether
  * nothing can change without a wake-up on c (false when the queue is closed
- * or an operation is in flight).
+ * or an operation is in flight).  asym: the wakers publish with plain
+ * stores (SPSC), so the re-check follows jp__q_slow_fence().
  */
 int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 	       jp__qsleep_fn may_sleep, void *elem,
-	       const struct timespec *deadline);
+	       const struct timespec *deadline, bool asym);
 /* Initialise a channel (and tell valgrind its words are atomics). */
 void jp__qchan_init(struct jp__qchan *c);
-/* Wake every sleeper (close). */
-void jp__qchan_wake_all(struct jp__qchan *c);
+/* Bump seq and wake every sleeper (jp__qchan_wake, close). */
 
 /*
  * Map a queue: a header of hdr bytes followed by a ring of capacity slots of

@@ -4,6 +4,7 @@
  */
 #include "queue_internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 /* Tries before parking: long enough to catch a partner that is running on
@@ -23,34 +24,35 @@ static bool deadline_passed(const struct timespec *deadline)
 
 int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 	       jp__qsleep_fn may_sleep, void *elem,
-	       const struct timespec *deadline)
+	       const struct timespec *deadline, bool asym)
 {
 	int r;
 
 	if (deadline != NULL &&
 	    (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
 		return EINVAL;
-	for (unsigned i = 0; i < JP__Q_SPIN; i++) {
-		r = try_op(q, elem);
-		if (r != EAGAIN)
-			return r;
-		jp_cpu_relax();
-	}
 	for (;;) {
 		uint32_t s;
 		bool sleep;
 		int w = 0;
 
-		r = try_op(q, elem);
-		if (r != EAGAIN)
-			return r;
-		/* seq_cst, both: the waiter's half of the Dekker pair. */
+		/* Spin first, and again after every wake-up: a partner running
+		 * on another core usually makes room within a few tries. */
+		for (unsigned i = 0; i < JP__Q_SPIN; i++) {
+			r = try_op(q, elem);
+			if (r != EAGAIN)
+				return r;
+			jp_cpu_relax();
+		}
+		/* seq_cst, both: the waiter's half of the Dekker pair.  The
+		 * registration is taken back by the waker (queue_internal.h). */
 		atomic_fetch_add(&c->waiters, 1);
 		s = atomic_load(&c->seq);	/* read BEFORE the re-check */
-		sleep = may_sleep(q);
+		if (asym)
+			jp__q_slow_fence();	/* see queue_internal.h */
+		sleep = may_sleep(q);		/* the re-check, seq_cst loads */
 		if (sleep)
 			w = jp__futex_wait(&c->seq, s, deadline);
-		atomic_fetch_sub(&c->waiters, 1);
 		if (w == ETIMEDOUT) {
 			/* One last try: an element may have come with the deadline. */
 			r = try_op(q, elem);
@@ -72,6 +74,22 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 		}
 	}
 }
+
+bool jp__q_asym;
+
+/* At load time, before any thread exists: see arena.c. */
+__attribute__((constructor)) static void asym_init(void)
+{
+	/*
+	 * Under valgrind the threads run one at a time and the tools do not
+	 * know membarrier; ThreadSanitizer does not model it.  Use fences.
+	 */
+#ifndef JP_TSAN
+	if (!JP_ON_VALGRIND() && jp__os_membarrier_init() == 0)
+		jp__q_asym = true;
+#endif
+}
+
 
 void jp__qchan_init(struct jp__qchan *c)
 {

@@ -2,31 +2,56 @@
  * spsc.c - the bounded single-producer single-consumer queue.
  *
  * A plain ring: the producer copies the element into slot tail & mask and
- * publishes it by moving tail; the consumer copies it out and frees the slot
- * by moving head.  Each side keeps a private copy of the other side's index
- * and reloads it only when the ring looks full (producer) or empty
- * (consumer), so in steady state neither touches the other's cache line per
- * element.  Every operation finishes in a bounded number of steps: the only
- * compare-exchange (the producer's publication, see queue_internal.h) can
- * fail only because the queue was closed, and then the push returns EPIPE.
+ * publishes it with a release store of tail; the consumer copies it out and
+ * frees the slot with a release store of head.  Each side keeps a private
+ * copy of the other side's index and reloads it only when the ring looks
+ * full (producer) or empty (consumer), so in steady state neither touches
+ * the other's cache line per element, and neither executes a locked
+ * instruction: the fences that parking and closing need are asymmetric
+ * (queue_internal.h), paid by the thread about to sleep or closing.  Every
+ * call but the blocking push/pop finishes in a bounded number of steps.
+ *
+ * Closing.  Bit 63 of tail is the closed flag, set by close() once no push
+ * can succeed any more; a consumer that sees it with head == tail has every
+ * element.  Only the producer stores tail, with plain stores, so close()
+ * cannot simply set the bit while a push is under way (the push's store
+ * would erase it, or the consumer would see the bit before the element).
+ * Instead each push brackets itself with a "busy" word on the producer's
+ * own cache line and reads close_req first:
+ *
+ *     push                              close
+ *     busy = 1                          close_req = 1
+ *     (fast fence)                      slow fence (membarrier)
+ *     if (close_req) EPIPE              wait until busy == 0
+ *     ... store tail ...                set the bit in tail, wake everyone
+ *     busy = 0 (release)
+ *
+ * A push that read close_req == 0 stored busy = 1 before the slow fence
+ * took effect on its CPU, so close() sees busy == 1 and waits for it (its
+ * tail store is then visible); every later push reads close_req == 1 and
+ * touches nothing.  When close() sets the bit, no push can store tail again.
  */
 #include "queue_internal.h"
 
 #include <jpsync/queue.h>
+
+#include <sched.h>
 
 struct jp_spsc {
 	unsigned char *ring;
 	size_t mask;
 	size_t esize;
 	size_t bytes;		/* of the mapping, header included */
+	_Atomic int close_req;	/* set once by close, read by the producer */
 	/* The producer's line. */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t tail;	/* bit 63: closed */
+	_Atomic int busy;	/* 1 while a push runs (see close) */
 	uint64_t head_cache;	/* the producer's copy of head */
 	/* The consumer's line. */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t head;
 	uint64_t tail_cache;	/* the consumer's copy of tail, without the bit */
-	struct jp__qchan not_empty;	/* consumers sleep here */
-	struct jp__qchan not_full;	/* producers sleep here */
+	struct jp__qchan not_empty;	/* the consumer sleeps here */
+	struct jp__qchan not_full;	/* the producer sleeps here */
 };
 
 JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
@@ -41,8 +66,12 @@ JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
 	q->mask = cap - 1;
 	q->esize = elem_size;
 	q->bytes = bytes;
+	atomic_init(&q->close_req, 0);
+	atomic_init(&q->busy, 0);
+	JP_BENIGN_RACE(&q->busy, sizeof q->busy, "flag, accessed atomically");
 	atomic_init(&q->tail, 0);
 	atomic_init(&q->head, 0);
+	JP_BENIGN_RACE(&q->close_req, sizeof q->close_req, "flag, accessed atomically");
 	JP_BENIGN_RACE(&q->tail, sizeof q->tail, "index, accessed atomically");
 	JP_BENIGN_RACE(&q->head, sizeof q->head, "index, accessed atomically");
 	jp__qchan_init(&q->not_empty);
@@ -56,31 +85,65 @@ JP_EXPORT void jp_spsc_destroy(jp_spsc_t *q)
 		jp__qunmap(q, q->bytes);
 }
 
+/* A push starts: announce it, then look for a close (see the top). */
+static inline bool push_begin(struct jp_spsc *q)
+{
+	/* relaxed, both: ordered by the fence and close's membarrier. */
+	atomic_store_explicit(&q->busy, 1, memory_order_relaxed);
+	jp__q_fast_fence();	/* the store of busy before the load of close_req */
+	if (jp_likely(!atomic_load_explicit(&q->close_req, memory_order_relaxed)))
+		return true;
+	atomic_store_explicit(&q->busy, 0, memory_order_release);
+	return false;
+}
+
+/* A push ends; after a publication, wake a sleeping consumer. */
+static inline void push_end(struct jp_spsc *q, bool published)
+{
+	/* release: our tail store before close's acquire load of busy. */
+	atomic_store_explicit(&q->busy, 0, memory_order_release);
+	if (published) {
+		jp__q_fast_fence();	/* the store of tail before the load of waiters */
+		jp__qchan_wake_fenced(&q->not_empty);
+	}
+}
+
 JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 {
 	uint64_t t;
 
 	if (jp_unlikely(q == NULL || elem == NULL))
 		return EINVAL;
-	/* relaxed: only the producer moves tail; the CAS below catches close. */
-	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-	if (jp_unlikely(t & JP__Q_CLOSED))
+	if (jp_unlikely(!push_begin(q)))
 		return EPIPE;
+	/* relaxed: only the producer stores tail until close sets bit 63. */
+	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	if (jp_unlikely(t & JP__Q_CLOSED)) {
+		push_end(q, false);
+		return EPIPE;
+	}
 	if (jp_unlikely(t - q->head_cache > q->mask)) {
 		/* acquire: the consumer's copy out of the slot happened before. */
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
 		JP_HB_AFTER(&q->head);
-		if (t - q->head_cache > q->mask)
+		if (t - q->head_cache > q->mask) {
+			push_end(q, false);
 			return EAGAIN;
+		}
 	}
 	jp__qcopy(q->ring + (t & q->mask) * q->esize, elem, q->esize);
 	JP_HB_BEFORE(&q->tail);
-	/* seq_cst: publishes the slot and is the waker's half of the Dekker
-	 * pair with a sleeping consumer (queue_internal.h). */
-	if (jp_unlikely(!atomic_compare_exchange_strong(&q->tail, &t, t + 1)))
-		return EPIPE;	/* only close changes tail under us */
-	jp__qchan_wake(&q->not_empty, 1);
+	/* release: the copy into the slot before the consumer's acquire. */
+	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+	push_end(q, true);
 	return 0;
+}
+
+/* After the consumer's release store of head: wake a sleeping producer. */
+static inline void consumed(struct jp_spsc *q)
+{
+	jp__q_fast_fence();	/* the store of head before the load of waiters */
+	jp__qchan_wake_fenced(&q->not_full);
 }
 
 JP_EXPORT int jp_spsc_try_pop(jp_spsc_t *q, void *elem)
@@ -102,29 +165,30 @@ JP_EXPORT int jp_spsc_try_pop(jp_spsc_t *q, void *elem)
 	}
 	jp__qcopy(elem, q->ring + (h & q->mask) * q->esize, q->esize);
 	JP_HB_BEFORE(&q->head);
-	/* seq_cst: store then load of waiters in the wake (Dekker). */
-	atomic_store(&q->head, h + 1);
-	jp__qchan_wake(&q->not_full, 1);
+	/* release: our copy out before the producer reuses the slot. */
+	atomic_store_explicit(&q->head, h + 1, memory_order_release);
+	consumed(q);
 	return 0;
 }
 
 static int try_push_v(void *q, void *elem) { return jp_spsc_try_push(q, elem); }
 static int try_pop_v(void *q, void *elem) { return jp_spsc_try_pop(q, elem); }
 
+/* The re-checks of a parking caller, after jp__q_slow_fence. */
 static bool push_may_sleep(const void *qv)
 {
-	const struct jp_spsc *q = qv;
-	uint64_t t = atomic_load(&((struct jp_spsc *)q)->tail);
-	uint64_t h = atomic_load(&((struct jp_spsc *)q)->head);
+	struct jp_spsc *q = (struct jp_spsc *)qv;
+	uint64_t t = atomic_load(&q->tail);
+	uint64_t h = atomic_load(&q->head);
 
-	return !(t & JP__Q_CLOSED) && t - h > q->mask;
+	return !(t & JP__Q_CLOSED) && !atomic_load(&q->close_req) && t - h > q->mask;
 }
 
 static bool pop_may_sleep(const void *qv)
 {
-	const struct jp_spsc *q = qv;
-	uint64_t t = atomic_load(&((struct jp_spsc *)q)->tail);
-	uint64_t h = atomic_load(&((struct jp_spsc *)q)->head);
+	struct jp_spsc *q = (struct jp_spsc *)qv;
+	uint64_t t = atomic_load(&q->tail);
+	uint64_t h = atomic_load(&q->head);
 
 	return !(t & JP__Q_CLOSED) && t == h;
 }
@@ -137,7 +201,7 @@ JP_EXPORT int jp_spsc_push(jp_spsc_t *q, const void *elem,
 	if (jp_likely(r != EAGAIN))
 		return r;
 	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
-			  (void *)elem, deadline);
+			  (void *)elem, deadline, true);
 }
 
 JP_EXPORT int jp_spsc_pop(jp_spsc_t *q, void *elem,
@@ -148,7 +212,7 @@ JP_EXPORT int jp_spsc_pop(jp_spsc_t *q, void *elem,
 	if (jp_likely(r != EAGAIN))
 		return r;
 	return jp__qblock(q, &q->not_empty, try_pop_v, pop_may_sleep, elem,
-			  deadline);
+			  deadline, true);
 }
 
 JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
@@ -158,9 +222,13 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 
 	if (q == NULL || elems == NULL || n == 0)
 		return 0;
-	t = atomic_load_explicit(&q->tail, memory_order_relaxed);	/* as try_push */
-	if (t & JP__Q_CLOSED)
+	if (!push_begin(q))
 		return 0;
+	t = atomic_load_explicit(&q->tail, memory_order_relaxed);	/* as try_push */
+	if (t & JP__Q_CLOSED) {
+		push_end(q, false);
+		return 0;
+	}
 	room = q->mask + 1 - (size_t)(t - q->head_cache);
 	if (room < n) {
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
@@ -168,8 +236,10 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 		room = q->mask + 1 - (size_t)(t - q->head_cache);
 	}
 	k = n < room ? n : room;
-	if (k == 0)
+	if (k == 0) {
+		push_end(q, false);
 		return 0;
+	}
 	first = q->mask + 1 - (size_t)(t & q->mask);
 	if (first > k)
 		first = k;
@@ -177,9 +247,8 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 	memcpy(q->ring, (const unsigned char *)elems + first * q->esize,
 	       (k - first) * q->esize);
 	JP_HB_BEFORE(&q->tail);
-	if (!atomic_compare_exchange_strong(&q->tail, &t, t + k))	/* seq_cst, as try_push */
-		return 0;
-	jp__qchan_wake(&q->not_empty, k);
+	atomic_store_explicit(&q->tail, t + k, memory_order_release);	/* as try_push */
+	push_end(q, true);
 	return k;
 }
 
@@ -207,15 +276,28 @@ JP_EXPORT size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n)
 	memcpy((unsigned char *)elems + first * q->esize, q->ring,
 	       (k - first) * q->esize);
 	JP_HB_BEFORE(&q->head);
-	atomic_store(&q->head, h + k);	/* seq_cst, as try_pop */
-	jp__qchan_wake(&q->not_full, k);
+	atomic_store_explicit(&q->head, h + k, memory_order_release);	/* as try_pop */
+	consumed(q);
 	return k;
 }
 
+/* The protocol and why no push is lost: see the top of this file. */
 JP_EXPORT void jp_spsc_close(jp_spsc_t *q)
 {
+	unsigned spins = 0;
+
 	if (q == NULL)
 		return;
+	atomic_store(&q->close_req, 1);
+	jp__q_slow_fence();
+	/* acquire: the push's store of tail before its busy = 0. */
+	while (atomic_load_explicit(&q->busy, memory_order_acquire)) {
+		if (++spins < 64)
+			jp_cpu_relax();
+		else
+			sched_yield();	/* the producer was preempted mid-push */
+	}
+	JP_HB_AFTER(&q->busy);
 	atomic_fetch_or(&q->tail, JP__Q_CLOSED);
 	jp__qchan_wake_all(&q->not_empty);
 	jp__qchan_wake_all(&q->not_full);

@@ -78,8 +78,15 @@ void jp__lockdep_destroy(jp_mutex_t *m);
 
 /* ---- "wait.c" ----------------------------------------------------------- */
 
-/* FUTEX_WAKE calls made by jp_notify_*, for the white-box tests. */
+/* FUTEX_WAKE calls made by jp_notify_* and jp_cond_*, for the white-box tests. */
 uint64_t jp__wait_wake_calls(void);
+/* Count a FUTEX_WAKE call (cond.c). */
+void jp__wait_count_wake(void);
+/*
+ * The waiter count of the proxy state of a jp_cond (shared with the other
+ * objects of that state: an over-count, never an under-count).
+ */
+_Atomic uint32_t *jp__wait_cond_waiters(const void *cond);
 /* The index of the proxy state of addr, for the white-box tests. */
 unsigned jp__wait_state_index(const void *addr);
 

@@ -15,7 +15,9 @@
  *            is its own futex, so a notify wakes exactly its waiters;
  *   proxy  - waiters of 1-, 2- and 8-byte objects, asleep on seq;
  *   seq    - the proxy futex word, advanced by every notify of an object
- *            that maps here and has proxy waiters.
+ *            that maps here and has proxy waiters;
+ *   cond   - waiters of the jp_conds that map here (cond.c), so that a
+ *            signal with nobody waiting makes no system call either.
  * A notify reads the counts and makes no system call when they are zero.
  *
  * Why no wakeup is lost (the store-buffering pattern, with seq_cst on both
@@ -49,6 +51,7 @@ struct wait_state {
 	_Atomic uint32_t seq;
 	_Atomic uint32_t proxy;
 	_Atomic uint32_t direct;
+	_Atomic uint32_t cond;		/* jp_cond waiters (cond.c) */
 } JP_ALIGNED_CL;
 
 _Static_assert(sizeof(struct wait_state) == JP_CACHELINE, "one state per cache line");
@@ -193,6 +196,17 @@ JP_EXPORT void jp_notify_one(const void *addr)
 JP_EXPORT void jp_notify_all(const void *addr)
 {
 	notify(addr, 1);
+}
+
+_Atomic uint32_t *jp__wait_cond_waiters(const void *cond)
+{
+	return &state_for(cond)->cond;
+}
+
+void jp__wait_count_wake(void)
+{
+	/* relaxed: a statistic for the tests. */
+	atomic_fetch_add_explicit(&wake_calls, 1, memory_order_relaxed);
 }
 
 uint64_t jp__wait_wake_calls(void)

@@ -63,14 +63,19 @@ grep -q '^## selftest-bench' "$sum" && ok "summary has the benchmark's section" 
 grep -q 'peer_lib: skipped' "$sum" && ok "skipped peer noted" || bad "skipped peer not noted"
 grep -q 'no-such-bench.sh.*skipped' "$sum" && ok "missing driver noted" || bad "missing driver not noted"
 grep -q '\*\*FAILED\|Overall: FAILED' "$sum" && bad "a good run mentions FAILED" || ok "no FAILED in a good run"
-# footprint is deterministic: 2 threads x 256 blocks x 64/96/128 bytes.
+# footprint is deterministic: 2 threads x 256 blocks x 64/96/128 KiB.
 m=$(median_of footprint 2 jpsync)
-[ "$m" = 32768 ] && ok "footprint median of jpsync 32768" || bad "footprint median of jpsync '$m', expected 32768"
+[ "$m" = 33554432 ] && ok "footprint median of jpsync 33554432" || bad "footprint median of jpsync '$m', expected 33554432"
 m=$(median_of footprint 2 peer_atomic)
-[ "$m" = 65536 ] && ok "footprint median of peer_atomic 65536" || bad "footprint median of peer_atomic '$m', expected 65536"
-# jpsync / best peer (lower is better: peer_mutex, 49152): 0.67, a win.
-grep -q '^| 2 | 32.8k | 49.2k | 65.5k | peer_mutex | \*\*0.67 win\*\* |$' "$sum" &&
+[ "$m" = 67108864 ] && ok "footprint median of peer_atomic 67108864" || bad "footprint median of peer_atomic '$m', expected 67108864"
+# jpsync / best peer (lower is better: peer_mutex, 50331648): 0.67, a win.
+grep -q '^| 2 | 33.6M | 50.3M | 67.1M | peer_mutex | \*\*0.67 win\*\* |$' "$sum" &&
   ok "footprint row: best peer and ratio" || { bad "footprint row wrong"; grep '^| 2 | 3' "$sum"; }
+grep -q '^### Peak RSS' "$sum" && ok "peak RSS table" || bad "no peak RSS table"
+# Three rows compared (count is measured, so which way each goes may vary).
+n=$(sed -n 's/^- selftest-bench: jpsync against the best peer, row by row: \([0-9]*\) win, \([0-9]*\) par, \([0-9]*\) loss.*/\1 + \2 + \3/p' "$sum")
+# shellcheck disable=SC2004 # n is an expression ("3 + 0 + 0"), expanded as text
+[ -n "$n" ] && [ $(($n)) -eq 3 ] && ok "verdict over 3 rows" || bad "verdict line wrong: $(grep '^- selftest-bench' "$sum")"
 grep -q '^| 1 | .* | .* | .* | peer_[a-z]* | .*[0-9][.][0-9][0-9]' "$sum" &&
   ok "count row at 1 thread has a ratio" || bad "count row at 1 thread has no ratio"
 npng=0

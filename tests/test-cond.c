@@ -1,7 +1,8 @@
-/* test-cond.c - jp_cond with jp_mutex: no lost wakeups, timeouts. */
+/* test-cond.c - jp_cond with jp_mutex: no lost wakeups, timeouts (white-box: counts wakes). */
 #include <jpsync/hammer.h>
 #include <jpsync/mutex.h>
 
+#include "sync.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -267,6 +268,23 @@ static void test_turns(void)
 	CU_ASSERT_EQUAL(p.turn, 0);
 }
 
+/* ---- nobody waits: no system call -------------------------------------- */
+
+static void test_no_waiters_no_syscall(void)
+{
+	jp_cond_t c[64];
+	uint64_t before = jp__wait_wake_calls();
+
+	for (int i = 0; i < 64; i++) {
+		jp_cond_init(&c[i]);
+		jp_cond_signal(&c[i]);
+		jp_cond_broadcast(&c[i]);
+	}
+	CU_ASSERT_EQUAL(jp__wait_wake_calls(), before);
+	/* ... but the counter moved, so a waiter that read it before is safe. */
+	CU_ASSERT_EQUAL(c[0].seq, 2);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -276,6 +294,7 @@ int main(void)
 		{ "timedwait returns ETIMEDOUT, mutex held", test_timedwait_expires },
 		{ "timedwait returns 0 when signalled", test_timedwait_signalled },
 		{ "threads take turns through one condvar", test_turns },
+		{ "signal and broadcast with no waiter make no system call", test_no_waiters_no_syscall },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -3,6 +3,7 @@
 #include <jpsync/hammer.h>
 
 #include "testutil.h"
+#include "jp_internal.h"	/* JP_HB_BEFORE/AFTER for the test's own publication */
 
 #include <errno.h>
 #include <pthread.h>
@@ -85,6 +86,7 @@ static void swap_body(void *ctx, unsigned thread, uint64_t iter)
 		struct obj *n = new_obj(iter), *old;
 
 		/* seq_cst exchange: the unlink; retire orders it before its scan. */
+		JP_HB_BEFORE(n);	/* helgrind does not see atomics as sync */
 		old = atomic_exchange(&s->cur, n);
 		jp_epoch_retire(s->e, old, poison_free);
 		atomic_fetch_add(&s->retired, 1);
@@ -95,6 +97,7 @@ static void swap_body(void *ctx, unsigned thread, uint64_t iter)
 	jp_epoch_enter(s->e);
 	for (int k = 0; k < 4; k++) {
 		struct obj *o = atomic_load_explicit(&s->cur, memory_order_acquire);
+		JP_HB_AFTER(o);
 		uint64_t v = o->payload[0];
 
 		if (atomic_load_explicit(&o->magic, memory_order_relaxed) != LIVE)

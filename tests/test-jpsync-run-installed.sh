@@ -32,13 +32,26 @@ $READELF -d "$inst_module" | grep -q 'NEEDED.*\[libjpsync\.so\.1\]' ||
 if $READELF -d "$inst_module" | grep -E 'RPATH|RUNPATH' | grep -q "$top_builddir"; then
   fail "installed module has a run path into the build tree"
 fi
-# It exports the malloc family and nothing of the library.
-$READELF --dyn-syms -W "$inst_module" | awk '$7 != "UND" && $5 == "GLOBAL" {print $8}' > "$tmp/syms"
-for s in malloc free calloc realloc posix_memalign aligned_alloc malloc_usable_size \
-         __libc_malloc cfree pvalloc; do
+# It exports exactly the malloc family (shim/preload.sym) and, when built
+# with C++, operators new and delete; nothing of the library.
+$READELF --dyn-syms -W "$inst_module" |
+  awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") {print $8}' |
+  sort -u > "$tmp/syms"
+for s in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign \
+         valloc pvalloc malloc_usable_size malloc_trim free_sized free_aligned_sized cfree \
+         __libc_malloc __libc_calloc __libc_realloc __libc_free __libc_memalign \
+         __libc_valloc __libc_pvalloc __posix_memalign; do
   grep -qx "$s" "$tmp/syms" || fail "installed module does not export $s"
-done
-if grep -q '^jp_' "$tmp/syms"; then fail "installed module exports jp_ names"; fi
+  echo "$s"
+done | sort > "$tmp/c-names"
+grep -v -e '^_Znw' -e '^_Zna' -e '^_Zdl' -e '^_Zda' "$tmp/syms" > "$tmp/c-exported"
+if ! diff -u "$tmp/c-names" "$tmp/c-exported"; then
+  fail "the module exports names outside the malloc family (+ above)"
+fi
+if [ -n "${CXX:-}" ] && grep -q '^_Znwm\|^_Znwj' "$tmp/syms"; then
+  [ "$(grep -c -e '^_Znw' -e '^_Zna' -e '^_Zdl' -e '^_Zda' "$tmp/syms")" -eq 20 ] ||
+    fail "expected the 20 operators new and delete, got: $(grep -e '^_Zn' -e '^_Zd' "$tmp/syms" | tr '\n' ' ')"
+fi
 
 # The installed jpsync-run picks the installed module.
 got=$(env -u LD_PRELOAD "$inst_run" --print-env | sed -n 's/^LD_PRELOAD=//p')

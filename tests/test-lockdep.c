@@ -7,7 +7,9 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * ThreadSanitizer sees jp_mutex too (its annotations), and reports the
@@ -99,6 +101,31 @@ static void test_inversion_reported(void)
 	CU_ASSERT_EQUAL(count(r.err, "lockdep:     while holding mutex"), 2);
 	CU_ASSERT(count(r.err, " (0x") >= 4);
 	CU_ASSERT(strstr(r.err, "can deadlock") != NULL);
+}
+
+/*
+ * The same through the environment: the child runs this program again
+ * with JPSYNC_LOCKDEP=1 and --inversion (see main), as a user would.
+ */
+static char self_path[4096];
+
+static void child_exec_env(void *arg)
+{
+	(void)arg;
+	setenv("JPSYNC_LOCKDEP", "1", 1);
+	/* The path valgrind reports for /proc/self/exe: the program, not valgrind. */
+	execl(self_path, "test-lockdep", "--inversion", (char *)NULL);
+	fprintf(stderr, "exec failed\n");
+}
+
+static void test_inversion_from_environment(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_exec_env, NULL, &r), 0);
+	CU_ASSERT(MISUSE_OK(r));
+	CU_ASSERT_EQUAL(count(r.err, "jpsync: lockdep: lock order inversion"), 1);
+	CU_ASSERT_EQUAL(count(r.err, "lockdep:     while holding mutex"), 2);
 }
 
 static void consistent_body(void *ctx, unsigned thread, uint64_t iter)
@@ -263,10 +290,11 @@ static void test_counter_with_lockdep(void)
 	CU_ASSERT_STRING_EQUAL(r.err, "");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	CU_TestInfo tests[] = {
 		{ "two-lock inversion: one report, both sites", test_inversion_reported },
+		{ "JPSYNC_LOCKDEP=1 in the environment turns it on", test_inversion_from_environment },
 		{ "consistent order, cond waits, trylock: silent", test_consistent_silent },
 		{ "destroy forgets the orders of a mutex", test_destroy_forgets },
 		{ "unlock not held, exit holding: reported", test_unlock_not_held },
@@ -279,5 +307,17 @@ int main(void)
 		CU_SUITE_INFO_NULL,
 	};
 
+	ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+
+	if (len > 0)
+		self_path[len] = '\0';
+	if (argc == 2 && strcmp(argv[1], "--inversion") == 0) {
+		/* Lock-order checking from JPSYNC_LOCKDEP alone: no forcing. */
+		for (int i = 0; i < 2; i++) {
+			run_thread(a_then_b);
+			run_thread(b_then_a);
+		}
+		return 0;
+	}
 	return jp_test_run(suites);
 }

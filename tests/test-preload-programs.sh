@@ -4,8 +4,9 @@
 # Perl (a large hash), sort of a 20 MB file, gcc compiling a C file, git on
 # a repository made here (init, add, commit, log, gc), xz -T2 round trip
 # (of 8 MB: the input of sort cut down, xz being the slowest of them).
-# Each run has a timeout.  A program that is not installed is reported and
-# left out; if none is, the test is skipped.
+# Each run has a timeout.  A program that is not installed, or that fails
+# even without the module, is reported and left out; if none runs, the test
+# is skipped.
 set -u
 . "${top_srcdir:-.}/tests/preload-common.sh"
 skip_if_no_preload
@@ -30,11 +31,13 @@ compare() {
     echo $? > "$dir/$mode.rc"
   done
   secs=$(( $(date +%s) - start ))
-  ran=$((ran + 1))
   if [ "$(cat "$dir/plain.rc")" != 0 ]; then
-    echo "FAIL: $name: exit status $(cat "$dir/plain.rc") without the module"
-    head -n 20 "$dir/plain.err"; status=1; return 1
+    # Not our failure: the program (or a module it needs, such as Python's
+    # sqlite3) does not work here even without jpsync-run.
+    echo "note: $name fails without the module (exit $(cat "$dir/plain.rc")), left out:"
+    head -n 5 "$dir/plain.err"; return 0
   fi
+  ran=$((ran + 1))
   if ! cmp -s "$dir/plain.rc" "$dir/jpsync.rc"; then
     echo "FAIL: $name: exit status $(cat "$dir/jpsync.rc") under jpsync-run, 0 without"
     head -n 20 "$dir/jpsync.err"; status=1; return 1

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,6 +46,7 @@ static const struct qops kinds[] = {
 	OPS(spsc, 0, 0), OPS(mpsc, 1, 0), OPS(mpmc, 1, 1),
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+#define JP_TEST_NOINLINE __attribute__((noinline))
 
 static double now_s(void)
 {
@@ -309,7 +311,7 @@ static void stress_body(void *ctx, unsigned thread, uint64_t iter)
 				continue;
 			}
 			/* FIFO per producer, as seen by one consumer. */
-			if (last[p] > i + 1 || (last[p] != 0 && last[p] > i))
+			if (last[p] > i)	/* last[p] is the previous index + 1 */
 				atomic_store(&s->bad, 2);
 			last[p] = i + 1;
 			atomic_fetch_add(&s->seen[p * s->per_producer + i], 1);
@@ -350,6 +352,11 @@ static void stress_kind(const struct qops *o, int mode)
 {
 	unsigned prods = o->multi_prod ? 4 : 1, conss = o->multi_cons ? 3 : 1;
 	uint64_t per = jp_test_scaled(mode == 0 ? 4000 : 20000, 50);
+
+	/* Under valgrind threads run one at a time and every yield is a
+	 * scheduling round: a few hundred elements exercise every path. */
+	if (jp_test_on_valgrind() && per > 200)
+		per = 200;
 	static const size_t caps[] = { 1, 2, 64 };
 
 	for (size_t c = 0; c < 3; c++)
@@ -375,6 +382,23 @@ static void test_exactly_once_bulk(void)
 }
 
 /* ---- close wakes every blocked caller, nothing lost ---------------------- */
+
+/*
+ * pthread_create from a frame 4 KiB deeper than the stress cases' jp_hammer
+ * frame: drd remembers the happens-before annotation jp_hammer puts on its
+ * (stack) start word, and reports "not a mutex" when its own pthread_create
+ * wrapper later places a mutex at that same stack address.
+ */
+static JP_TEST_NOINLINE int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	volatile char pad[4096];
+	int r;
+
+	pad[0] = 0;
+	r = pthread_create(t, NULL, fn, arg);
+	pad[1] = pad[0];	/* keeps the frame (no tail call) */
+	return r;
+}
 
 struct closer {
 	const struct qops *o;
@@ -434,7 +458,7 @@ static void close_case(const struct qops *o, int producers_side)
 	c.q = o->create(2, sizeof(uint64_t));
 	CU_ASSERT_FATAL(c.q != NULL);
 	for (unsigned i = 0; i < n; i++)
-		CU_ASSERT_FATAL(pthread_create(&t[i], NULL,
+		CU_ASSERT_FATAL(spawn(&t[i],
 				producers_side ? blocked_pusher : blocked_popper, &c) == 0);
 	while (atomic_load(&c.started) < (int)n)
 		sched_yield();
@@ -471,9 +495,9 @@ static void close_racing(const struct qops *o)
 	c.q = o->create(4, sizeof(uint64_t));
 	CU_ASSERT_FATAL(c.q != NULL);
 	for (unsigned i = 0; i < np; i++)
-		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, blocked_pusher, &c) == 0);
+		CU_ASSERT_FATAL(spawn(&t[i], blocked_pusher, &c) == 0);
 	for (unsigned i = 0; i < nc; i++)
-		CU_ASSERT_FATAL(pthread_create(&t[np + i], NULL, blocked_popper, &c) == 0);
+		CU_ASSERT_FATAL(spawn(&t[np + i], blocked_popper, &c) == 0);
 	while (atomic_load(&c.started) < (int)(np + nc))
 		sched_yield();
 	usleep(5000);
@@ -482,12 +506,16 @@ static void close_racing(const struct qops *o)
 		pthread_join(t[i], NULL);
 	CU_ASSERT_EQUAL(atomic_load(&c.bad), 0);
 	CU_ASSERT_EQUAL(atomic_load(&c.pushed), atomic_load(&c.popped));
+	if (atomic_load(&c.pushed) != atomic_load(&c.popped))
+		fprintf(stderr, "%s: pushed %llu, popped %llu\n", o->name,
+			(unsigned long long)atomic_load(&c.pushed),
+			(unsigned long long)atomic_load(&c.popped));
 	o->destroy(c.q);
 }
 
 static void test_close_while_flowing(void)
 {
-	unsigned rounds = (unsigned)jp_test_scaled(10, 2);
+	unsigned rounds = jp_test_on_valgrind() ? 2 : (unsigned)jp_test_scaled(10, 2);
 
 	for (size_t k = 0; k < NKINDS; k++)
 		for (unsigned r = 0; r < rounds; r++)

@@ -65,6 +65,8 @@ FNR == 1 {
 		ng[b]++
 		gl[b, ng[b]] = g
 		gw[g] = w
+		gbc[g] = $1
+		graw[g] = $2
 		gu[g] = $7
 		gb[g] = $8
 		wunits[b, w]++
@@ -220,16 +222,73 @@ function line_chart(b, g,    title, id, gp, png, i, j, impl, k, d, n, plot, lo, 
 	if (lo > 0 && hi / lo > 100)
 		print "set logscale y 10" > gp
 	else
-		print "set yrange [0:*]" > gp
+		print "set yrange " yrange(lo / sc, hi / sc) > gp
 	print plot > gp
 	close(gp)
 	print gp "\t" png "\t" b "\t" title > (WORK "/charts.list")
 	return png
 }
 
+# A linear y range from 0 with room above the highest value (gnuplot
+# refuses an empty range, as all zeros would give).
+function yrange(lo, hi) {
+	if (lo >= 0 && hi > 0)
+		return "[0:" hi * 1.08 "]"
+	if (lo == hi)
+		return "[" (lo - 1) ":" (hi + 1) "]"
+	return "[*:*]"
+}
+
 # The factor that brings hi under 10 000 (the axis says which).
 function scale(hi) {
 	return hi >= 1e10 ? 1e9 : hi >= 1e7 ? 1e6 : hi >= 1e4 ? 1e3 : 1
+}
+
+# Workloads of one bar set named FAMILY_CONFIG (queue-bench's mpmc_1p1c,
+# mpmc_2p2c, ...), each at its own thread count, also get a line chart of
+# the family against threads: a synthetic group whose medians are theirs.
+function families(b, bs,    j, g, f, nf, fl, fn, G, t, i, k, m, dup) {
+	nf = 0
+	for (j = 1; j <= bsn[bs]; j++) {
+		g = bsg[bs, j]
+		f = graw[g]
+		if (!sub(/_[^_]+$/, "", f) || f == "")
+			continue
+		if (!((bs, f) in fn)) {
+			fn[bs, f] = 0
+			fl[++nf] = f
+		}
+		fm[bs, f, ++fn[bs, f]] = g
+	}
+	for (i = 1; i <= nf; i++) {
+		f = fl[i]
+		if (fn[bs, f] < 2)
+			continue
+		G = b SUBSEP "family " f SUBSEP gu[fm[bs, f, 1]] SUBSEP gb[fm[bs, f, 1]]
+		gw[G] = (bsc[bs] != b ? bsc[bs] ": " : "") f
+		gu[G] = gu[fm[bs, f, 1]]
+		gb[G] = gb[fm[bs, f, 1]]
+		wunits[b, gw[G]] = 1
+		nt[G] = 0
+		dup = 0
+		for (m = 1; m <= fn[bs, f]; m++) {
+			g = fm[bs, f, m]
+			t = tl[g, 1]
+			if ((G, t) in tseen)
+				dup = 1
+			tseen[G, t] = 1
+			tl[G, ++nt[G]] = t
+			if (t !~ /^[0-9]+$/)
+				tcat[G] = 1
+			for (k = 1; k <= ni[b]; k++)
+				if ((g SUBSEP t SUBSEP il[b, k]) in med)
+					med[G SUBSEP t SUBSEP il[b, k]] = med[g SUBSEP t SUBSEP il[b, k]]
+		}
+		if (dup)
+			continue	# two configurations at one thread count: no line
+		sort_threads(G)
+		line_chart(b, G)
+	}
 }
 
 # When every row has the same thread count: that count, the labels left
@@ -244,35 +303,39 @@ function same_threads(n, lab, thr,    j) {
 	return thr[1]
 }
 
-# A grouped bar chart: rows (workloads) against columns (implementations).
-# Data file: tab-separated, a header of implementation names, "?" missing.
-function bar_chart(id, title, unit, better, nrow, rowlab, rowval, b,    gp, png, d, i, j, lo, hi, v, line, sc) {
+# A grouped bar chart: rows (workloads, one cluster each) against the
+# implementations that have a value in some row (one colour each, the same
+# as in the benchmark's line charts).
+function bar_chart(id, title, unit, better, nrow, rowlab, rowval, b,    gp, png, d, i, j, lo, hi, v, line, sc, nc, col, plot, xt) {
 	png = id ".png"
 	gp = WORK "/plot/" id ".gp"
 	d = WORK "/plot/" id ".dat"
 	lo = hi = ""
-	for (j = 1; j <= nrow; j++)
-		for (i = 1; i <= ni[b]; i++) {
-			v = rowval[j, i]
-			if (v == "")
+	nc = 0
+	for (i = 1; i <= ni[b]; i++) {
+		v = ""
+		for (j = 1; j <= nrow; j++) {
+			if (rowval[j, i] == "")
 				continue
-			if (lo == "" || v + 0 < lo) lo = v + 0
-			if (hi == "" || v + 0 > hi) hi = v + 0
+			v = rowval[j, i] + 0
+			if (lo == "" || v < lo) lo = v
+			if (hi == "" || v > hi) hi = v
 		}
+		if (v != "")
+			col[++nc] = i
+	}
 	if (hi == "")
 		return
 	sc = scale(hi)
-	line = "workload"
-	for (i = 1; i <= ni[b]; i++)
-		line = line "\t" il[b, i]
-	print line > d
+	xt = ""
 	for (j = 1; j <= nrow; j++) {
-		line = rowlab[j]
-		for (i = 1; i <= ni[b]; i++) {
-			v = rowval[j, i]
-			line = line "\t" (v == "" ? "?" : v / sc)
+		line = ""
+		for (c = 1; c <= nc; c++) {
+			v = rowval[j, col[c]]
+			line = line (c > 1 ? "\t" : "") (v == "" ? "?" : v / sc)
 		}
 		print line > d
+		xt = xt (j > 1 ? ", " : "") wrap(rowlab[j]) " " (j - 1)
 	}
 	close(d)
 	gp_head(gp, png, title)
@@ -282,16 +345,62 @@ function bar_chart(id, title, unit, better, nrow, rowlab, rowval, b,    gp, png,
 	print "set style fill solid 0.8 border -1" > gp
 	print "set datafile separator \"\\t\"" > gp
 	print "set datafile missing \"?\"" > gp
-	print "set xtics nomirror" > gp
+	print "set xtics nomirror (" xt ")" > gp
+	print "set xlabel " gpstr(XLABEL) > gp
 	if (nrow > 4)
 		print "set xtics font \",8\"" > gp
 	if (lo > 0 && hi / lo > 100)
 		print "set logscale y 10" > gp
 	else
-		print "set yrange [0:" (hi / sc) * 1.08 "]" > gp
-	print "plot for [i=2:" (ni[b] + 1) "] " gpstr(d) " using i:xtic(1) title columnheader(i)" > gp
+		print "set yrange " yrange(lo / sc, hi / sc) > gp
+	plot = ""
+	for (c = 1; c <= nc; c++)
+		plot = plot (c > 1 ? ", \\\n  " : "plot ") (c > 1 ? "\"\"" : gpstr(d)) " using " c \
+		    " lt " col[c] " title " gpstr(il[b, col[c]])
+	print plot > gp
 	close(gp)
 	print gp "\t" png "\t" b "\t" title > (WORK "/charts.list")
+}
+
+# A tic label for the script: quoted, and broken in two at the "-" or "_"
+# nearest its middle when it is long.
+function wrap(s,    i, k, c, best) {
+	gsub(/["\\]/, "", s)
+	if (length(s) <= 12)
+		return "\"" s "\""
+	k = 0
+	for (i = 2; i < length(s); i++) {
+		c = substr(s, i, 1)
+		if ((c == "-" || c == "_" || c == " ") &&
+		    (k == 0 || (i - length(s) / 2) ^ 2 < best)) {
+			k = i
+			best = (i - length(s) / 2) ^ 2
+		}
+	}
+	if (k == 0)
+		return "\"" s "\""
+	return "\"" substr(s, 1, k - 1) "\\n" substr(s, k + 1) "\""
+}
+
+# The longest "-..." or "_..." ending that all n labels share (and that
+# leaves something of each); "" if none.
+function common_suffix(n, lab,    i, j, c, suf, ok) {
+	if (n < 2)
+		return ""
+	for (i = 2; i < length(lab[1]); i++) {
+		c = substr(lab[1], i, 1)
+		if (c != "-" && c != "_")
+			continue
+		suf = substr(lab[1], i)
+		ok = 1
+		for (j = 2; j <= n && ok; j++)
+			if (length(lab[j]) <= length(suf) ||
+			    substr(lab[j], length(lab[j]) - length(suf) + 1) != suf)
+				ok = 0
+		if (ok)
+			return suf
+	}
+	return ""
 }
 
 END {
@@ -305,6 +414,7 @@ END {
 		body = WORK "/body." b ".md"
 		printf "" > body
 		nwin = npar = nloss = 0
+		rwin = rpar = rloss = 0
 		losses = ""
 		nbars = 0
 		delete barsets
@@ -403,7 +513,7 @@ END {
 							cell = "*" cell " loss*"
 							nloss++
 							losses = losses (losses == "" ? "" : "; ") gw[g] " at " t \
-							    " threads: " oc[c] " " sprintf("%.2f", r) " of " bestn
+							    " thread" (t == 1 ? "" : "s") ": " oc[c] " " sprintf("%.2f", r) " of " bestn
 						} else {
 							cell = cell " par"
 							npar++
@@ -417,9 +527,10 @@ END {
 				gpng[g] = line_chart(b, g)
 			else {
 				# One thread count: a bar in the bar chart of its unit.
-				s = gu[g] SUBSEP gb[g]
+				s = gbc[g] SUBSEP gu[g] SUBSEP gb[g]
 				if (!(s in barsets)) {
 					barsets[s] = ++nbars
+					bsc[nbars] = gbc[g]
 					bsu[nbars] = gu[g]
 					bsb[nbars] = gb[g]
 					bsn[nbars] = 0
@@ -429,12 +540,23 @@ END {
 			}
 		}
 		# Peak RSS: one table per benchmark, rows workload x threads.
+		# Where every run's peak RSS is within 25% of every other's, the
+		# table and chart would show nothing: one line says so instead.
 		hasrss = 0
+		rlo = rhi = ""
 		for (k in mrss)
 			if (index(k, b SUBSEP) == 1) {
 				hasrss = 1
-				break
+				if (rlo == "" || mrss[k] < rlo) rlo = mrss[k]
+				if (rhi == "" || mrss[k] > rhi) rhi = mrss[k]
 			}
+		if (hasrss && rlo > 0 && rhi / rlo < 1.25) {
+			print "" > body
+			printf "Peak RSS: %s to %s MiB for every implementation, workload and " \
+			    "thread count (within 25%%), so neither tabulated nor charted.\n",
+			    mib(rlo), mib(rhi) > body
+			hasrss = 0
+		}
 		if (hasrss) {
 			print "" > body
 			print "### Peak RSS (MiB, median of ru_maxrss; lower is better)" > body
@@ -480,6 +602,12 @@ END {
 					if (!any)
 						continue
 					r = (mine != "" && best != "" && best > 0) ? sprintf("%.2f", mine / best) : "-"
+					if (r != "-") {
+						v = verdict(mine / best, "lower")
+						if (v == "win") rwin++
+						else if (v == "loss") rloss++
+						else rpar++
+					}
 					print line " " bestn " | " r " |" > body
 					if (j == nt[g]) {
 						# The chart shows each workload at its largest thread count.
@@ -494,29 +622,43 @@ END {
 			}
 			if (nrow > 0) {
 				thr = same_threads(nrow, rowlab, rowthr)
+				XLABEL = thr != "" ? "workload" : "workload (threads)"
 				bar_chart(safe(b "-rss"), b ": peak RSS per workload" \
 				    (thr != "" ? " at " thr " threads" : " at its largest thread count"),
 				    "peak RSS, MiB", "lower", nrow, rowlab, rowval, b)
 			}
 		}
-		# Bar charts of the one-thread-count workloads, one per unit.
+		# Bar charts of the one-thread-count workloads, one per benchmark
+		# column and unit.
 		for (bs = 1; bs <= nbars; bs++) {
 			delete rowlab
 			delete rowval
 			delete rowthr
 			for (j = 1; j <= bsn[bs]; j++) {
 				g = bsg[bs, j]
-				rowlab[j] = gw[g]
+				rowlab[j] = graw[g]
 				rowthr[j] = tl[g, 1]
 				for (i = 1; i <= ni[b]; i++) {
 					k = g SUBSEP tl[g, 1] SUBSEP il[b, i]
 					rowval[j, i] = (k in med) ? med[k] : ""
 				}
 			}
+			# A shared ending ("-per-notify") goes into the title.
+			suf = common_suffix(bsn[bs], rowlab)
+			for (j = 1; j <= bsn[bs] && suf != ""; j++)
+				rowlab[j] = substr(rowlab[j], 1, length(rowlab[j]) - length(suf))
 			thr = same_threads(bsn[bs], rowlab, rowthr)
-			title = b ": " (bsn[bs] == 1 ? rowlab[1] " (" bsu[bs] ")" : bsu[bs] " per workload") \
-			    (thr != "" ? " at " thr " thread" (thr == 1 ? "" : "s") : "")
-			bar_chart(safe(b "-" bsu[bs]), title, bsu[bs], bsb[bs], bsn[bs], rowlab, rowval, b)
+			XLABEL = thr != "" ? "workload" : "workload (threads)"
+			what = (bsc[bs] != b) ? bsc[bs] : ""
+			if (bsn[bs] == 1)
+				what = what (what != "" ? " " : "") rowlab[1]
+			gsub(/[-_]/, " ", suf)
+			title = b ": " (what != "" ? what ", " : "") bsu[bs] suf \
+			    (thr != "" ? " at " thr " thread" (thr == 1 ? "" : "s") : \
+			     bsn[bs] > 1 ? " per workload (threads)" : "")
+			bar_chart(safe(b "-" (bsc[bs] != b ? bsc[bs] "-" : "") bsu[bs]), title,
+			    bsu[bs] suf, bsb[bs], bsn[bs], rowlab, rowval, b)
+			families(b, bs)
 		}
 		close(body)
 		vf = WORK "/verdict." b ".md"
@@ -529,6 +671,9 @@ END {
 		if (losses != "")
 			printf " (losses: %s)", losses > vf
 		print "." > vf
+		if (rwin + rpar + rloss > 0)
+			printf "Peak RSS against the leanest peer, row by row: %d lower, %d par, " \
+			    "%d higher.\n", rwin, rpar, rloss > vf
 		close(vf)
 	}
 }

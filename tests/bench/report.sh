@@ -153,8 +153,11 @@ caption="$cpu, $nonline cores, Linux $kernel, $when; median of $reps run(s)"
 : > "$work/drivers.tsv"
 : > "$work/notes.md"
 csvs=
+ran=" "
 for s in $scripts; do
   name=$(basename "$s" .sh)
+  case $ran in *" $name "*) continue ;; esac	# listed twice
+  ran="$ran$name "
   case $s in
     /*) path=$s ;;
     *) path=$top_srcdir/$s; [ -f "$path" ] || path=$top_builddir/$s ;;
@@ -290,7 +293,7 @@ fi
   echo "## Where jpsync wins and loses"
   echo
   while IFS=$tab read -r name s rc secs state; do
-    [ -f "$work/verdict.$name.md" ] && echo "- $name: $(cat "$work/verdict.$name.md")"
+    [ -f "$work/verdict.$name.md" ] && echo "- $name: $(tr '\n' ' ' < "$work/verdict.$name.md")"
   done < "$work/drivers.tsv"
   echo
   echo "## Machine and versions"

@@ -1,0 +1,151 @@
+#!/bin/sh
+# sync-bench.sh - the synchronisation benchmarks (driver contract: see
+# tests/bench/README).
+#
+#   lock        short, mixed and fairness workloads at 1, 2, 4, 8, 16
+#               threads for jp_mutex, pthread_mutex, pthread_spin,
+#               ck_spinlock_fas, ck_spinlock_mcs (throughput, average wait,
+#               spread of acquisitions per thread)
+#   uncontended instructions per lock+unlock pair (callgrind), jp_mutex and
+#               pthread_mutex
+#   notify-17   17 waiters on flags 64 bytes apart, jp_wait against C++20
+#               std::atomic<bool>::wait (CPU and wall time per notify)
+#
+# JPSYNC_BENCH_REPS (default 5), JPSYNC_BENCH_QUICK=1 (1, 2, 4 threads, short
+# runs), JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
+set -u
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+reps=${JPSYNC_BENCH_REPS:-5}
+quick=${JPSYNC_BENCH_QUICK:-0}
+out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
+mkdir -p "$out" || exit 1
+csv=$out/sync-bench.csv
+notes=$out/sync-bench.notes
+: > "$notes"
+echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+bin=$top_builddir/tests/bench
+prog=$bin/sync-bench
+cxx=$bin/atomic-wait-bench
+if [ ! -x "$prog" ]; then echo "sync-bench: $prog not built (make check builds it)"; exit 1; fi
+
+if [ "$quick" = 1 ]; then
+  threads="1 2 4"; secs=0.05; rounds=100
+else
+  threads="1 2 4 8 16"; secs=0.3; rounds=1000
+fi
+failed=0
+
+impls=""
+for i in jp_mutex pthread_mutex pthread_spin ck_spinlock_fas ck_spinlock_mcs; do
+  if "$prog" avail $i 2>/dev/null; then
+    impls="$impls $i"
+  else
+    echo "$i: not built in (Concurrency Kit's <ck_spinlock.h> not found, or a sanitizer build; install libck-dev)" >> "$notes"
+  fi
+done
+if [ ! -x "$cxx" ]; then
+  echo "std_atomic_wait: tests/bench/atomic-wait-bench not built (no C++ compiler)" >> "$notes"
+fi
+
+# run REP BENCHMARK WORKLOAD THREADS IMPL COMMAND... : append the rows the
+# command prints; when it crashes or fails its check, its rows (or one row
+# named by the arguments) with the value FAILED.
+run() {
+  rep=$1 b=$2 wl=$3 th=$4 im=$5; shift 5
+  if "$@" > "$tmp/rows" 2> "$tmp/err"; then
+    awk -F, -v rep="$rep" 'BEGIN { OFS = "," } NF == 8 { print $1, $2, $3, $4, rep, $5, $6, $7, $8 }' "$tmp/rows" >> "$csv"
+  else
+    failed=1
+    echo "sync-bench: FAILED: $*" >&2; cat "$tmp/err" >&2
+    if [ -s "$tmp/rows" ]; then
+      awk -F, -v rep="$rep" 'BEGIN { OFS = "," } NF == 8 { print $1, $2, $3, $4, rep, "FAILED", $6, $7, $8 }' "$tmp/rows" >> "$csv"
+    else
+      echo "$b,$wl,$th,$im,$rep,FAILED,,," >> "$csv"
+    fi
+  fi
+}
+
+# ---- lock: every implementation interleaved within each repetition -------
+rep=1
+while [ $rep -le "$reps" ]; do
+  for wl in short mixed fairness; do
+    for t in $threads; do
+      for i in $impls; do
+        run $rep lock $wl $t $i "$prog" lock $wl $i $t $secs
+      done
+    done
+  done
+  for how in handshake burst; do
+    run $rep notify-17 $how 18 jp_wait "$prog" notify jp_wait $rounds $how
+    if [ -x "$cxx" ]; then
+      run $rep notify-17 $how 18 std_atomic_wait "$cxx" $rounds $how
+    fi
+  done
+  rep=$((rep + 1))
+done
+
+# ---- uncontended lock+unlock: instructions, by callgrind -----------------
+# The difference between 2N and N pairs, over N, cancels start-up and exit.
+if command -v valgrind >/dev/null 2>&1; then
+  n=20000
+  for i in jp_mutex pthread_mutex; do
+    for k in 1 2; do
+      "$top_builddir/libtool" --mode=execute valgrind --tool=callgrind \
+        --callgrind-out-file="$tmp/cg.$k" "$prog" pairs $i $((n * k)) > /dev/null 2>&1
+    done
+    a=$(sed -n 's/^summary: *//p; s/^totals: *//p' "$tmp/cg.1" | head -n1)
+    b=$(sed -n 's/^summary: *//p; s/^totals: *//p' "$tmp/cg.2" | head -n1)
+    if [ -n "$a" ] && [ -n "$b" ]; then
+      v=$(awk -v a="$a" -v b="$b" -v n=$n 'BEGIN { printf "%.1f", (b - a) / n }')
+    else
+      v=FAILED; failed=1
+    fi
+    # Deterministic: one measurement stands for every repetition.
+    echo "uncontended,lock+unlock,1,$i,1,$v,instructions,lower," >> "$csv"
+  done
+else
+  echo "uncontended: valgrind not found, instruction counts skipped" >> "$notes"
+fi
+
+# ---- the table of medians, with the ratio of jpsync to the best peer -----
+# key = benchmark,workload,threads; median per implementation.
+grep -v '^benchmark,' "$csv" | grep -v ',FAILED,' |
+  sort -t, -k1,1 -k2,2 -k3,3n -k4,4 -k6,6g |
+  awk -F, '
+    function flush() {
+      if (n == 0) return
+      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      print key "," impl "," m "," unit "," better
+      n = 0
+    }
+    {
+      k = $1 "," $2 "," $3
+      if (k != key || $4 != impl) { flush(); key = k; impl = $4 }
+      v[++n] = $6; unit = $7; better = $8
+    }
+    END { flush() }' > "$tmp/medians"
+awk -F, '
+  {
+    k = $1 "," $2 "," $3
+    if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
+    unit[k] = $6; better[k] = $7
+    line[k] = line[k] sprintf(" %s=%s", $4, $5)
+    if ($4 == "jp_mutex" || $4 == "jp_wait") jp[k] = $5
+    else if (!(k in best) || (($7 == "higher") ? $5 > best[k] : $5 < best[k])) { best[k] = $5; bestname[k] = $4 }
+  }
+  END {
+    printf "%-46s %s\n", "benchmark,workload,threads (unit)", "medians; ratio jpsync/best peer"
+    for (i = 1; i <= nk; i++) {
+      k = order[i]
+      r = ""
+      if ((k in jp) && (k in best) && best[k] > 0 && jp[k] > 0)
+        r = sprintf("  ratio %.2f vs %s%s", (better[k] == "higher") ? jp[k] / best[k] : best[k] / jp[k],
+                    bestname[k], " (>1: jpsync better)")
+      printf "%-46s%s%s\n", k " (" unit[k] ")", line[k], r
+    }
+  }' "$tmp/medians"
+echo "csv: $csv"
+[ -s "$notes" ] && { echo "notes:"; cat "$notes"; }
+exit $failed
