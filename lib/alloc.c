@@ -89,26 +89,43 @@ void jp__alloc_init_slow(void)
 /*
  * The allocator's own lock (it cannot use jp_mutex: it must not depend on
  * the other components, and fork handling needs the owner).  Spin a little
- * (critical sections are short), then sleep on the futex with the word at
- * 2 so that the unlocker knows to wake someone.
+ * (critical sections are short), then sleep on seq.
  */
-void jp__lock_slow(struct jp__lock *l)
+void jp__lock_slow(struct jp__lock *l, uintptr_t me)
 {
-	uint32_t z;
+	uintptr_t z;
 
-	JP_BENIGN_RACE(&l->word, sizeof l->word, "futex word");
 	for (int i = 0; i < 100; i++) {
 		z = 0;
-		/* acquire: pairs with the release in jp__unlock. */
-		if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 &&
-		    atomic_compare_exchange_weak_explicit(&l->word, &z, 1,
+		/* acquire: pairs with the store in jp__unlock. */
+		if (atomic_load_explicit(&l->owner, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_weak_explicit(&l->owner, &z, me,
 				memory_order_acquire, memory_order_relaxed))
 			return;
 		jp_cpu_relax();
 	}
-	/* acquire: as above; 2 tells the holder there are sleepers. */
-	while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
-		jp__futex_wait(&l->word, 2, NULL);
+	for (;;) {
+		uint32_t seq;
+
+		/* seq_cst: announce ourselves before the last look at the
+		 * owner, so that a releaser either sees us and bumps seq, or
+		 * released before our look and we take the lock. */
+		atomic_fetch_add(&l->waiters, 1);
+		seq = atomic_load(&l->seq);
+		z = 0;
+		if (atomic_compare_exchange_strong(&l->owner, &z, me)) {
+			atomic_fetch_sub(&l->waiters, 1);
+			return;
+		}
+		jp__futex_wait(&l->seq, seq, NULL);
+		atomic_fetch_sub(&l->waiters, 1);
+	}
+}
+
+void jp__unlock_wake(struct jp__lock *l)
+{
+	atomic_fetch_add(&l->seq, 1);
+	jp__futex_wake(&l->seq, 1);
 }
 
 static struct jp_heap *heap(void)

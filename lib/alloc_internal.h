@@ -101,38 +101,45 @@ struct jp_alloc_globals {
 
 extern struct jp_alloc_globals jp__ag;
 
-/* ---- locks: a futex word, 0 free, 1 held, 2 held with sleepers ------ */
-
+/* ---- locks ------------------------------------------------------------
+ *
+ * The lock word is the holder's pthread_self() (0: free), set by the one
+ * compare-and-swap that takes the lock and cleared by the one store that
+ * releases it, so a fork handler that runs in a signal handler can tell,
+ * at any instruction, whether the code it interrupted holds the lock (it
+ * must not wait for it then).  Sleepers wait on a separate futex word,
+ * seq, which the releaser bumps when it sees a sleeper.
+ */
 struct jp__lock {
-	_Atomic uint32_t word;
-	_Atomic uintptr_t owner;	/* pthread_self() of the holder, for fork */
+	_Atomic uintptr_t owner;	/* pthread_self() of the holder, or 0 */
+	_Atomic uint32_t waiters;	/* threads in the slow path */
+	_Atomic uint32_t seq;		/* futex word: bumped by a releaser */
 };
 
-void jp__lock_slow(struct jp__lock *l);
+void jp__lock_slow(struct jp__lock *l, uintptr_t me);
+void jp__unlock_wake(struct jp__lock *l);
 
 static inline void jp__lock(struct jp__lock *l)
 {
-	uint32_t z = 0;
+	uintptr_t z = 0, me = (uintptr_t)pthread_self();
 
 	/* acquire: what the previous holder wrote is visible to us. */
-	if (!atomic_compare_exchange_strong_explicit(&l->word, &z, 1,
+	if (!atomic_compare_exchange_strong_explicit(&l->owner, &z, me,
 			memory_order_acquire, memory_order_relaxed))
-		jp__lock_slow(l);
+		jp__lock_slow(l, me);
 	if (jp_unlikely(jp__ag.anyvg))
 		JP_HB_AFTER(l);
-	/* relaxed: only read by the holder's own fork handler. */
-	atomic_store_explicit(&l->owner, (uintptr_t)pthread_self(),
-			      memory_order_relaxed);
 }
 
 static inline void jp__unlock(struct jp__lock *l)
 {
-	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
 	if (jp_unlikely(jp__ag.anyvg))
 		JP_HB_BEFORE(l);
-	/* release: publish what we wrote under the lock. */
-	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)
-		jp__futex_wake(&l->word, 1);
+	/* seq_cst, not just release: the load of waiters below must not be
+	 * ordered before this store (Dekker with jp__lock_slow). */
+	atomic_store(&l->owner, 0);
+	if (atomic_load(&l->waiters) != 0)
+		jp__unlock_wake(l);
 }
 
 /* ---- segments and spans -------------------------------------------- */

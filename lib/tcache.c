@@ -588,8 +588,9 @@ void jp__atfork_parent(void)
 static void reset_lock(struct jp__lock *l)
 {
 	/* relaxed: the child has one thread. */
-	atomic_store_explicit(&l->word, 0, memory_order_relaxed);
 	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+	atomic_store_explicit(&l->waiters, 0, memory_order_relaxed);
+	atomic_store_explicit(&l->seq, 0, memory_order_relaxed);
 }
 
 void jp__atfork_child(void)
