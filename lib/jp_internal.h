@@ -49,11 +49,14 @@ static inline void jp_cpu_relax(void)
 # include <valgrind/helgrind.h>
 # define JP_HB_BEFORE(obj)  ANNOTATE_HAPPENS_BEFORE(obj)
 # define JP_HB_AFTER(obj)   ANNOTATE_HAPPENS_AFTER(obj)
+/* Before the object's memory is reused (a stack frame, a freed block). */
+# define JP_HB_FORGET(obj)  ANNOTATE_HAPPENS_BEFORE_FORGET_ALL(obj)
 # define JP_BENIGN_RACE(addr, size, why) ANNOTATE_BENIGN_RACE_SIZED(addr, size, why)
 # define JP_ON_VALGRIND()   (RUNNING_ON_VALGRIND != 0)
 #else
 # define JP_HB_BEFORE(obj)  ((void)(obj))
 # define JP_HB_AFTER(obj)   ((void)(obj))
+# define JP_HB_FORGET(obj)  ((void)(obj))
 # define JP_BENIGN_RACE(addr, size, why) ((void)(addr))
 # define JP_ON_VALGRIND()   0
 #endif

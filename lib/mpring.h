@@ -119,7 +119,7 @@ static size_t claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed
 
 static void publish(JP_MPRING_T *q, uint64_t pos)
 {
-	JP_HB_BEFORE(slot_seq(q, pos));
+	JP_QHB_BEFORE(slot_seq(q, pos));
 	/* release: the copy into the slot happens before the consumer's read. */
 	atomic_store_explicit(slot_seq(q, pos), 2 * pos + 1, memory_order_release);
 }
@@ -133,7 +133,7 @@ JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
 		return EINVAL;
 	if (claim_push(q, 1, &pos, &closed) == 0)
 		return closed ? EPIPE : EAGAIN;
-	JP_HB_AFTER(slot_seq(q, pos));
+	JP_QHB_AFTER(slot_seq(q, pos));
 	jp__qcopy(slot_data(q, pos), elem, q->esize);
 	publish(q, pos);
 	jp__qchan_wake(&q->not_empty, 1);
@@ -150,7 +150,7 @@ JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t
 		return 0;
 	k = claim_push(q, n, &pos, &closed);
 	for (size_t i = 0; i < k; i++) {
-		JP_HB_AFTER(slot_seq(q, pos + i));
+		JP_QHB_AFTER(slot_seq(q, pos + i));
 		memcpy(slot_data(q, pos + i), (const unsigned char *)elems + i * q->esize, q->esize);
 		publish(q, pos + i);
 	}
@@ -202,7 +202,7 @@ static size_t claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
 
 static void release_slot(JP_MPRING_T *q, uint64_t pos)
 {
-	JP_HB_BEFORE(slot_seq(q, pos));
+	JP_QHB_BEFORE(slot_seq(q, pos));
 	/* release: our copy out happens before the next producer's copy in. */
 	atomic_store_explicit(slot_seq(q, pos), 2 * (pos + q->mask + 1), memory_order_release);
 }
@@ -210,13 +210,21 @@ static void release_slot(JP_MPRING_T *q, uint64_t pos)
 static void popped(JP_MPRING_T *q, uint64_t pos, size_t k)
 {
 #if !JP_MPRING_MC
-	/* seq_cst: the single consumer's store of head is its half of the
-	 * Dekker pair with a sleeping producer (queue_internal.h). */
-	atomic_store(&q->head, pos + k);
+	/*
+	 * release: the slots' release before head moves.  The single consumer
+	 * publishes head with a plain store and pays no locked instruction
+	 * (which would wait for the slot's sequence store to reach memory);
+	 * its half of the Dekker pair with a sleeping producer is the
+	 * asymmetric fence of queue_internal.h, like SPSC.
+	 */
+	atomic_store_explicit(&q->head, pos + k, memory_order_release);
+	jp__q_fast_fence();
+	jp__qchan_wake_fenced(&q->not_full);
+	(void)k;
 #else
 	(void)pos;
+	jp__qchan_wake(&q->not_full, k);	/* after the seq_cst CAS of head */
 #endif
-	jp__qchan_wake(&q->not_full, k);
 }
 
 JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
@@ -228,7 +236,7 @@ JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
 		return EINVAL;
 	if (claim_pop(q, 1, &pos, &status) == 0)
 		return status;
-	JP_HB_AFTER(slot_seq(q, pos));
+	JP_QHB_AFTER(slot_seq(q, pos));
 	jp__qcopy(elem, slot_data(q, pos), q->esize);
 	release_slot(q, pos);
 	popped(q, pos, 1);
@@ -247,7 +255,7 @@ JP_EXPORT size_t JP_MPRING(_pop_bulk)(JP_MPRING_T *q, void *elems, size_t n)
 	if (k == 0)
 		return 0;
 	for (size_t i = 0; i < k; i++) {
-		JP_HB_AFTER(slot_seq(q, pos + i));
+		JP_QHB_AFTER(slot_seq(q, pos + i));
 		memcpy((unsigned char *)elems + i * q->esize, slot_data(q, pos + i), q->esize);
 		release_slot(q, pos + i);
 	}
@@ -284,8 +292,9 @@ JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
 
 	if (jp_likely(r != EAGAIN))
 		return r;
+	/* MPSC: the consumer frees slots with plain stores (popped()). */
 	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
-			  (void *)elem, deadline, false);
+			  (void *)elem, deadline, !JP_MPRING_MC);
 }
 
 JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,

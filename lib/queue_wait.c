@@ -10,6 +10,9 @@
 /* Tries before parking: long enough to catch a partner that is running on
  * another core, short enough not to burn a time slice on a shared machine. */
 #define JP__Q_SPIN 64
+/* Then a few yields: when the partner shares our core (more threads than
+ * cores), it gets to run and make room without a sleep and a wake-up. */
+#define JP__Q_YIELDS 8
 
 static bool deadline_passed(const struct timespec *deadline)
 {
@@ -38,11 +41,14 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 
 		/* Spin first, and again after every wake-up: a partner running
 		 * on another core usually makes room within a few tries. */
-		for (unsigned i = 0; i < JP__Q_SPIN; i++) {
+		for (unsigned i = 0; i < JP__Q_SPIN + JP__Q_YIELDS; i++) {
 			r = try_op(q, elem);
 			if (r != EAGAIN)
 				return r;
-			jp_cpu_relax();
+			if (i < JP__Q_SPIN)
+				jp_cpu_relax();
+			else
+				sched_yield();
 		}
 		/* seq_cst, both: the waiter's half of the Dekker pair.  The
 		 * registration is taken back by the waker (queue_internal.h). */
@@ -76,6 +82,7 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 }
 
 bool jp__q_asym;
+bool jp__q_on_valgrind;
 
 /* At load time, before any thread exists: see arena.c. */
 __attribute__((constructor)) static void asym_init(void)
@@ -84,8 +91,9 @@ __attribute__((constructor)) static void asym_init(void)
 	 * Under valgrind the threads run one at a time and the tools do not
 	 * know membarrier; ThreadSanitizer does not model it.  Use fences.
 	 */
+	jp__q_on_valgrind = JP_ON_VALGRIND();
 #ifndef JP_TSAN
-	if (!JP_ON_VALGRIND() && jp__os_membarrier_init() == 0)
+	if (!jp__q_on_valgrind && jp__os_membarrier_init() == 0)
 		jp__q_asym = true;
 #endif
 }

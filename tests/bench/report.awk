@@ -149,6 +149,8 @@ function gp_head(gp, png, title) {
 	print "set bmargin 5" > gp
 	print "set grid ytics" > gp
 	print "set key outside right top" > gp
+	# gnuplot's fifth default colour (yellow) is hard to see on white.
+	print "set linetype 5 lc rgb \"#b8860b\"" > gp
 }
 
 function better_words(better) { return better == "higher" ? "higher is better" : "lower is better" }
@@ -444,7 +446,8 @@ END {
 		print "### Medians (" REPS " repetition" (REPS == 1 ? "" : "s") ")" > body
 		print "" > body
 		print "Ratio: jpsync's median / the best peer's median in the row; " \
-		    "**win** when better by more than 5%, *loss* when worse by more than 5%." > body
+		    "**win** when better by more than 5%, *loss* when worse by more than 5%.  " \
+		    "(n=K): a median of only K runs." > body
 		for (gi = 1; gi <= ng[b]; gi++) {
 			g = gl[b, gi]
 			# The implementations that appear in this group, in driver order.
@@ -487,7 +490,7 @@ END {
 					else if (k in nfail)
 						cell = "**FAILED** " nfail[k] "/" nruns(k)
 					else
-						cell = fmt(med[k])
+						cell = fmt(med[k]) (nruns(k) < REPS + 0 ? " (n=" nruns(k) ")" : "")
 					line = line " " cell " |"
 					if (!ours(col[c]) && (k in med) &&
 					    (best == "" || (gb[g] == "higher" ? med[k] > best : med[k] < best))) {
