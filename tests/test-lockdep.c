@@ -309,16 +309,6 @@ static void test_fork(void)
 {
 	struct jp_child_result r;
 
-#ifdef TSAN_BUILD
-	/*
-	 * Under ThreadSanitizer a forked child of this multi-threaded process
-	 * now and then hangs (seen about once in ten runs, inside the fork
-	 * handlers); the handlers are checked natively, under valgrind and
-	 * under ASan.
-	 */
-	CU_PASS("not run under ThreadSanitizer");
-	return;
-#endif
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_fork, NULL, &r), 0);
 	CU_ASSERT(r.exited && r.status == 0);
 	CU_ASSERT_STRING_EQUAL(r.err, "");
@@ -383,6 +373,24 @@ int main(int argc, char **argv)
 	};
 
 	ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+	bool no_fork_case = jp_test_on_valgrind() || JP_ON_VALGRIND() ||
+			    getenv("VALGRIND") != NULL;
+
+#ifdef TSAN_BUILD
+	no_fork_case = true;
+#endif
+	if (no_fork_case) {
+		/*
+		 * Not registered under ThreadSanitizer, where a forked child of
+		 * this multi-threaded process now and then hangs inside the fork
+		 * handlers, nor under helgrind/drd, where the serialised threads
+		 * let the busy thread starve the forking one for many minutes.
+		 * The fork handlers are checked natively and under ASan.
+		 */
+		CU_TestInfo end = CU_TEST_INFO_NULL;
+		tests[7] = end;
+		printf("not registered here: fork while lockdep is busy\n");
+	}
 
 	if (len > 0)
 		self_path[len] = '\0';
