@@ -59,7 +59,7 @@ JP_EXPORT unsigned jp_hw_threads(void)
 
 JP_EXPORT int jp_hammer(unsigned threads, uint64_t iters, jp_hammer_fn body, void *ctx)
 {
-	struct hammer_run run;
+	struct hammer_run *run;
 	struct hammer_thread *ts;
 	unsigned started = 0;
 	int err = 0;
@@ -68,33 +68,40 @@ JP_EXPORT int jp_hammer(unsigned threads, uint64_t iters, jp_hammer_fn body, voi
 		return EINVAL;
 	if (threads == 0)
 		threads = jp_hw_threads();
+	/*
+	 * The run lives on the heap, not on this stack frame: valgrind's drd
+	 * drops the annotation of the start word when the block is freed, but
+	 * not when a stack frame is reused (it then mistook a later mutex at
+	 * the same address for it).
+	 */
+	run = calloc(1, sizeof *run);
 	ts = calloc(threads, sizeof *ts);
-	if (ts == NULL)
+	if (run == NULL || ts == NULL) {
+		free(run);
+		free(ts);
 		return ENOMEM;
-	atomic_init(&run.start, START_WAIT);
-	run.iters = iters;
-	run.body = body;
-	run.ctx = ctx;
-	JP_BENIGN_RACE(&run.start, sizeof run.start, "jp_hammer start word (atomic)");
+	}
+	atomic_init(&run->start, START_WAIT);
+	run->iters = iters;
+	run->body = body;
+	run->ctx = ctx;
+	JP_BENIGN_RACE(&run->start, sizeof run->start, "jp_hammer start word (atomic)");
 
 	for (; started < threads; started++) {
-		ts[started].run = &run;
+		ts[started].run = run;
 		ts[started].index = started;
 		err = pthread_create(&ts[started].tid, NULL, hammer_main, &ts[started]);
 		if (err != 0)
 			break;
 	}
-	JP_HB_BEFORE(&run.start);
-	atomic_store_explicit(&run.start, err == 0 ? START_GO : START_ABORT,
+	JP_HB_BEFORE(&run->start);
+	atomic_store_explicit(&run->start, err == 0 ? START_GO : START_ABORT,
 			      memory_order_release);
-	jp__futex_wake(&run.start, INT_MAX);
+	jp__futex_wake(&run->start, INT_MAX);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(ts[i].tid, NULL);
-	/*
-	 * run lives on this stack frame: drop the annotation, or drd later
-	 * mistakes whatever reuses the address (a pthread mutex) for it.
-	 */
-	JP_HB_FORGET(&run.start);
+	JP_HB_FORGET(&run->start);
+	free(run);
 	free(ts);
 	return err;
 }
