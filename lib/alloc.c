@@ -72,6 +72,7 @@ void jp__alloc_init_slow(void)
 		jp__ag.check = o->check && !jp__ag.vg;
 		jp__ag.nocache = jp__ag.vg || jp__ag.check;
 		jp__ag.cache_n = o->cache_n;
+		jp__ag.cache_bytes = o->cache_bytes;
 		jp__ag.mag_size = o->mag_size;
 		jp__ag.madvise_min = o->madvise_min;
 		jp__tcache_init();

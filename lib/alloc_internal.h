@@ -94,6 +94,7 @@ struct jp_alloc_globals {
 	uint8_t anyvg;			/* running on any valgrind tool */
 	uint64_t mag_size;
 	uint64_t cache_n;
+	uint64_t cache_bytes;		/* all threads' bins may grow by this */
 	uint64_t madvise_min;
 	_Atomic uint64_t mapped, peak_mapped, trimmed;
 	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
@@ -197,7 +198,8 @@ struct jp_class {		/* what a class is (set at start) */
 	uint32_t bsize;
 	uint32_t nslices;	/* per span */
 	uint32_t nblocks;	/* per span */
-	uint32_t cache_limit;	/* blocks a thread's bin may hold */
+	uint32_t cache_start;	/* a new bin's limit, in blocks */
+	uint32_t cache_max;	/* the most a bin may grow to */
 };
 
 /*
@@ -222,9 +224,12 @@ struct jp_central {
 struct jp_bin {
 	void *head;		/* free blocks, linked through word 0 */
 	/* Bits 0-15: the credit, how many more blocks the bin may take
-	 * (JPSYNC_CACHE_N is at most 4096); bits 16-63: blocks handed out.
-	 * One word, so that an allocation updates both with one add. */
+	 * (max - length; JPSYNC_CACHE_N is at most 4096); bits 16-63:
+	 * blocks handed out.  One word, so that an allocation updates both
+	 * with one add. */
 	uint64_t cn;
+	uint32_t max;		/* the bin's limit now (see bin_overflow) */
+	uint32_t nover;		/* overflows since the limit last changed */
 	uint64_t nalloc_hi;	/* handed out, folded from cn (48-bit wrap) */
 	uint64_t nrefill;	/* blocks brought in from the class */
 };
@@ -234,6 +239,7 @@ struct jp_heap {
 	uint64_t nflush[JP_NCLASSES];	/* blocks sent back to the class */
 	uint64_t nmiss[JP_NCLASSES];	/* refills */
 	struct jp_heap *next, *prev;	/* all heaps (heap lock) */
+	uint64_t grown;			/* bytes the bins grew above their start */
 	uint8_t live;
 	uint8_t is_empty;		/* the static empty heap */
 	uint8_t arena;			/* where its bins refill and flush */

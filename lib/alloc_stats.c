@@ -35,7 +35,7 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 			uint64_t cn = JP_CNT_LOAD(b->cn);
 			uint64_t nalloc = JP_CN_NALLOC(cn) + JP_CNT_LOAD(b->nalloc_hi);
 			uint64_t nrefill = JP_CNT_LOAD(b->nrefill);
-			uint64_t count = jp__classes[c].cache_limit - JP_CN_CREDIT(cn);
+			uint64_t count = JP_CNT_LOAD(b->max) - JP_CN_CREDIT(cn);
 			uint64_t nflush = JP_CNT_LOAD(h->nflush[c]);
 
 			st->class_allocs[c] += nalloc;

@@ -32,7 +32,8 @@ struct opt_desc {
 	{ n, k, offsetof(struct jp_options, field), d, lo, hi }
 
 static const struct opt_desc opt_table[] = {
-	OPT("CACHE_N", OPT_SIZE, cache_n, 32, 1, 4096),
+	OPT("CACHE_N", OPT_SIZE, cache_n, 4096, 1, 4096),
+	OPT("CACHE_BYTES", OPT_SIZE, cache_bytes, (uint64_t)4 << 20, 0, (uint64_t)1 << 40),
 	OPT("MAG_SIZE", OPT_SIZE, mag_size, 16, 1, 1024),
 	OPT("MADVISE_MIN", OPT_SIZE_OFF, madvise_min, 4096, 0, UINT64_MAX - 1),
 	OPT("CHECK", OPT_BOOL, check, 0, 0, 1),

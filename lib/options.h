@@ -19,7 +19,8 @@
 enum jp_stats_dest { JP_STATS_NONE = 0, JP_STATS_STDERR, JP_STATS_FILE };
 
 struct jp_options {
-	uint64_t cache_n;	/* JPSYNC_CACHE_N: thread-cache slots per class */
+	uint64_t cache_n;	/* JPSYNC_CACHE_N: most blocks a bin may hold */
+	uint64_t cache_bytes;	/* JPSYNC_CACHE_BYTES: what all bins may grow by */
 	uint64_t mag_size;	/* JPSYNC_MAG_SIZE: blocks per magazine */
 	uint64_t madvise_min;	/* JPSYNC_MADVISE_MIN: bytes; UINT64_MAX = off */
 	bool check;		/* JPSYNC_CHECK */

@@ -32,6 +32,14 @@ struct jp_class jp__classes[JP_NCLASSES];
 struct jp_central jp__central[JP_NARENAS][JP_NCLASSES];
 static unsigned narenas = 1;		/* in use: 4 per CPU, at most 8 */
 static unsigned next_arena;		/* heap lock */
+static _Atomic unsigned live_heaps;	/* written under the heap lock */
+
+/* Bin limits (see jp__tcache_init and bin_overflow). */
+#define BIN_START	32
+#define BIN_START_BYTES	((size_t)16 << 10)
+#define BIN_MAX_BYTES	((size_t)512 << 10)
+#define BIN_BLOCK_MAX	((size_t)32 << 10)
+#define REFILL_MAX	256
 uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];
 
 /* A thread with no heap yet points here: no block, no room, so both fast
@@ -58,12 +66,12 @@ static void heap_destroy(void *arg);
 
 void jp__tcache_init(void)
 {
-	uint64_t cache_n = jp__ag.cache_n, mag = jp__ag.mag_size;
+	uint64_t cache_n = jp__ag.cache_n;
 
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 		struct jp_class *k = &jp__classes[c];
-		size_t bs = jp__class_size(c), span;
-		uint64_t lim;
+		size_t bs = jp__class_size(c);
+		uint64_t start, max;
 
 		k->bsize = (uint32_t)bs;
 		if (bs <= 8192)
@@ -73,19 +81,30 @@ void jp__tcache_init(void)
 			if (k->nslices > JP_SPAN_MAX_SLICES)
 				k->nslices = JP_SPAN_MAX_SLICES;
 		}
-		span = (size_t)k->nslices * JP_SLICE_SIZE;
-		k->nblocks = (uint32_t)(span / bs);
-		/* A bin holds at most cache_n blocks and 64 KiB: with many threads,
-		 * cached big blocks would dominate RSS. */
-		lim = ((size_t)64 << 10) / bs;
-		if (lim > cache_n)
-			lim = cache_n;
-		if (lim < 1)
-			lim = 1;
-		if (jp__ag.nocache)
-			lim = 0;
-		k->cache_limit = (uint32_t)lim;
-		(void)mag;
+		k->nblocks = (uint32_t)((size_t)k->nslices * JP_SLICE_SIZE / bs);
+		/*
+		 * A bin starts at BIN_START blocks and BIN_START_BYTES, and
+		 * grows (bin_overflow) up to JPSYNC_CACHE_N blocks and
+		 * BIN_MAX_BYTES.  Blocks above BIN_BLOCK_MAX are not cached:
+		 * with many threads, cached big blocks would dominate RSS, and
+		 * a lock round trip is cheap next to filling such a block.
+		 */
+		start = BIN_START_BYTES / bs;
+		if (start > BIN_START)
+			start = BIN_START;
+		max = BIN_MAX_BYTES / bs;
+		if (max > cache_n)
+			max = cache_n;
+		if (start > max)
+			start = max;
+		if (start < 1)
+			start = 1;
+		if (max < start)
+			max = start;
+		if (jp__ag.nocache || bs > BIN_BLOCK_MAX)
+			start = max = 0;
+		k->cache_start = (uint32_t)start;
+		k->cache_max = (uint32_t)max;
 	}
 	/* The lock words are atomics, which helgrind and drd do not see;
 	 * the locks' happens-before annotations order what they protect. */
@@ -105,13 +124,19 @@ void jp__tcache_init(void)
 						 sizeof(struct jp_bin));
 }
 
-static uint32_t batch_of(const struct jp_class *k)
+/* Blocks to bring into bin b at a refill: a magazine, more for a bin that
+ * has grown (fewer lock round trips for a thread that allocates in bulk). */
+static uint32_t refill_want(const struct jp_bin *b)
 {
-	uint64_t b = jp__ag.mag_size;
+	uint64_t want = jp__ag.mag_size, quarter = b->max / 4;
 
-	if (b > k->cache_limit)
-		b = k->cache_limit;
-	return b < 1 ? 1 : (uint32_t)b;
+	if (quarter > REFILL_MAX)
+		quarter = REFILL_MAX;
+	if (want < quarter)
+		want = quarter;
+	if (want > b->max)
+		want = b->max;
+	return want < 1 ? 1 : (uint32_t)want;
 }
 
 static void span_link(struct jp_central *k, struct jp_span *s)
@@ -215,11 +240,12 @@ static uint32_t class_take(unsigned arena, uint32_t cls, uint32_t want,
 }
 
 /*
- * Return n blocks of class cls, linked through word 0, to their spans,
- * under the lock of each span's arena (taken once per run of blocks of
- * the same arena: a thread's own blocks, or a run of another's).
+ * Return the first n blocks of the chain head of class cls, linked through
+ * word 0, to their spans, under the lock of each span's arena (taken once
+ * per run of blocks of the same arena: a thread's own blocks, or a run of
+ * another's).  Returns the rest of the chain (the link of the n-th block).
  */
-static void class_put_chain(uint32_t cls, void *head, size_t n)
+static void *class_put_chain(uint32_t cls, void *head, size_t n)
 {
 	struct jp_central *k = NULL;
 	unsigned cur = JP_NARENAS;
@@ -247,9 +273,11 @@ static void class_put_chain(uint32_t cls, void *head, size_t n)
 		if (!s->in_list)
 			span_link(k, s);
 		if (--s->used == 0) {
-			if (k->empty_spans >= 1) {
-				/* Keep one empty span per class; give the
-				 * others to their segment for any class. */
+			if (k->empty_spans >= 1 || s->nslices > 1) {
+				/* Keep one empty span per class of one-slice
+				 * spans; give the others to their segment for
+				 * any class (with 8 arenas, kept spans of up
+				 * to 1 MiB of every big class would add up). */
 				span_unlink(k, s);
 				k->nspans--;
 				jp__span_release(s);
@@ -261,6 +289,7 @@ static void class_put_chain(uint32_t cls, void *head, size_t n)
 		k->used_blocks -= moved;
 		jp__unlock(&k->lock);
 	}
+	return head;
 }
 
 /* ---- heaps ------------------------------------------------------------ */
@@ -332,9 +361,13 @@ struct jp_heap *jp__heap_get(void)
 	/* Only its thread touches a heap, except the statistics, which read
 	 * its counters racily on purpose (see JP_CNT_LOAD). */
 	JP_BENIGN_RACE(h, sizeof *h, "thread cache counters read by stats");
-	for (uint32_t c = 0; c < JP_NCLASSES; c++)
-		h->bins[c].cn = jp__classes[c].cache_limit;
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		h->bins[c].cn = jp__classes[c].cache_start;
+		h->bins[c].max = jp__classes[c].cache_start;
+	}
 	h->live = 1;
+	atomic_store_explicit(&live_heaps, atomic_load_explicit(&live_heaps,
+			      memory_order_relaxed) + 1, memory_order_relaxed);
 	h->arena = (uint8_t)(next_arena++ % narenas);
 	h->next = jp__heaps;
 	h->prev = NULL;
@@ -354,7 +387,7 @@ struct jp_heap *jp__heap_get(void)
 static void bin_flush(struct jp_heap *h, uint32_t cls, uint32_t keep)
 {
 	struct jp_bin *b = &h->bins[cls];
-	uint64_t count = jp__classes[cls].cache_limit - JP_CN_CREDIT(JP_CNT_LOAD(b->cn));
+	uint64_t count = b->max - JP_CN_CREDIT(JP_CNT_LOAD(b->cn));
 	void *rest, **link = &b->head;
 
 	if (count <= keep)
@@ -366,6 +399,74 @@ static void bin_flush(struct jp_heap *h, uint32_t cls, uint32_t keep)
 	class_put_chain(cls, rest, count - keep);
 	JP_CNT_ADD(b->cn, count - keep);
 	JP_CNT_ADD(h->nflush[cls], count - keep);
+}
+
+/* How many bytes each thread's bins may grow by: an equal share of
+ * JPSYNC_CACHE_BYTES among the threads that have a cache now. */
+static uint64_t heap_budget(void)
+{
+	unsigned n = atomic_load_explicit(&live_heaps, memory_order_relaxed);
+
+	return jp__ag.cache_bytes / (n < 1 ? 1 : n);
+}
+
+static void bin_set_max(struct jp_heap *h, struct jp_bin *b, uint32_t max,
+			uint32_t bsize)
+{
+	uint64_t cn = JP_CNT_LOAD(b->cn);
+	uint32_t count = b->max - JP_CN_CREDIT(cn);
+
+	h->grown = h->grown + (uint64_t)max * bsize - (uint64_t)b->max * bsize;
+	b->max = max;
+	JP_CNT_SET(b->cn, (cn & ~(uint64_t)0xffff) + (max - count));
+}
+
+/*
+ * A free found bin cls full.  A bin that has also run dry since its last
+ * overflow is both emptied and filled by this thread: it doubles (up to
+ * its class's cache_max and the thread's share of JPSYNC_CACHE_BYTES), so
+ * that a thread that allocates and frees in bulk stops going to the shared
+ * lists.  Otherwise the blocks go back: all of them from a bin that only
+ * fills (a thread that frees what others allocate), the newer half from
+ * one that has no room to grow; and a bin of a heap above its budget (more
+ * threads now) halves its limit first.
+ */
+static void bin_overflow(struct jp_heap *h, uint32_t cls)
+{
+	struct jp_bin *b = &h->bins[cls];
+	const struct jp_class *k = &jp__classes[cls];
+	uint64_t budget = heap_budget();
+	uint32_t max = b->max, count = max, keep, n;
+	bool dry = b->nover;
+
+	b->nover = 0;
+	if (dry && max < k->cache_max && h->grown < budget) {
+		/* Double, within the class's ceiling and the budget. */
+		uint64_t inc = max, room = (budget - h->grown) / k->bsize;
+
+		if (inc > k->cache_max - max)
+			inc = k->cache_max - max;
+		if (inc > room)
+			inc = room;
+		if (inc > 0) {
+			bin_set_max(h, b, max + (uint32_t)inc, k->bsize);
+			return;
+		}
+	}
+	if (h->grown > budget && max > k->cache_start) {
+		uint32_t dec = max / 2;
+
+		if (max - dec < k->cache_start)
+			dec = max - k->cache_start;
+		max -= dec;
+	}
+	keep = dry ? max / 2 : 0;
+	n = count - keep;
+	b->head = class_put_chain(cls, b->head, n);
+	JP_CNT_ADD(b->cn, n);
+	JP_CNT_ADD(h->nflush[cls], n);
+	if (max != b->max)
+		bin_set_max(h, b, max, k->bsize);
 }
 
 void jp__heap_flush(struct jp_heap *h)
@@ -381,7 +482,7 @@ static void heap_fold(struct jp_heap *h)
 	/* Under the heap lock: keep the counts of a heap that goes away. */
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 		struct jp_bin *b = &h->bins[c];
-		uint64_t count = jp__classes[c].cache_limit - JP_CN_CREDIT(b->cn);
+		uint64_t count = b->max - JP_CN_CREDIT(b->cn);
 		uint64_t nalloc = JP_CN_NALLOC(b->cn) + b->nalloc_hi;
 		uint64_t frees = count - b->nrefill + nalloc + h->nflush[c];
 
@@ -400,6 +501,8 @@ static void heap_destroy(void *arg)
 	jp__lock(&jp__heap_lock);
 	heap_fold(h);
 	h->live = 0;
+	atomic_store_explicit(&live_heaps, atomic_load_explicit(&live_heaps,
+			      memory_order_relaxed) - 1, memory_order_relaxed);
 	if (h->prev != NULL)
 		h->prev->next = h->next;
 	else
@@ -426,7 +529,11 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		((void **)blk)[1] = NULL;
 		return blk;
 	}
-	got = class_take(h->arena, cls, batch_of(&jp__classes[cls]), &chain, &tail);
+	/* Blocks too big to cache come from arena 0 whoever asks: they
+	 * are few per span, and spread over the arenas their spans would
+	 * rarely empty (a lock round trip is cheap next to such a block). */
+	got = class_take(jp__classes[cls].bsize > BIN_BLOCK_MAX ? 0 : h->arena,
+			 cls, refill_want(b), &chain, &tail);
 	if (got == 0) {
 		errno = ENOMEM;
 		return NULL;
@@ -445,6 +552,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		JP_CNT_SET(b->cn, JP_CN_CREDIT(JP_CNT_LOAD(b->cn)));
 	}
 	JP_CNT_ADD(h->nmiss[cls], 1);
+	b->nover = 1;	/* ran dry: the bin may grow at its next overflow */
 	/* Not the double-free key any more (JPSYNC_CHECK looks at it first:
 	 * check_alloc overwrites it). */
 	if (!jp__ag.check)
@@ -458,7 +566,6 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 {
 	uint32_t cls = s->cls;
 	struct jp_bin *b;
-	const struct jp_class *k = &jp__classes[cls];
 
 	((uintptr_t *)p)[1] = jp__ag.key;
 	if (h == NULL) {
@@ -467,16 +574,14 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 		return;
 	}
 	b = &h->bins[cls];
-	if (k->cache_limit == 0) {
+	if (b->max == 0) {
 		/* No cache (valgrind, JPSYNC_CHECK): straight back. */
 		JP_CNT_ADD(h->nflush[cls], 1);
 		class_put_chain(cls, p, 1);
 		return;
 	}
-	/* Full: all of it goes back (its length is known, so no walk to a
-	 * cut); the next JPSYNC_MAG_SIZE allocations refill it first. */
 	if (JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) == 0)
-		bin_flush(h, cls, 0);
+		bin_overflow(h, cls);
 	*(void **)p = b->head;
 	b->head = p;
 	JP_CNT_ADD(b->cn, -(uint64_t)1);
@@ -491,7 +596,7 @@ bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s)
 
 	if (!h->is_empty) {
 		struct jp_bin *b = &h->bins[s->cls];
-		uint64_t count = jp__classes[s->cls].cache_limit - JP_CN_CREDIT(b->cn);
+		uint64_t count = b->max - JP_CN_CREDIT(b->cn);
 
 		for (void *q = b->head; q != NULL && n < count; q = *(void **)q, n++)
 			if (q == p)

@@ -11,9 +11,13 @@
  *   alloc-helper leak            loses one block (memcheck must see it)
  *   alloc-helper use-after-free  reads a freed block (memcheck must see it)
  *   alloc-helper clean           allocates and frees everything
+ *   alloc-helper bulk            BULK_THREADS threads allocate and free in
+ *                                bulk, then all wait: prints the bytes
+ *                                cached and the threads on stderr
  */
 #include <jpsync/alloc.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +60,60 @@ static int check_ok(void)
 	return 0;
 }
 
+/* bulk: every thread has made its cache before any bin can grow, and all
+ * caches are alive when the statistics are read. */
+#define BULK_THREADS	16
+#define BULK_BLOCKS	4096
+static pthread_barrier_t bulk_start, bulk_end, bulk_read;
+
+static void *bulk_thread(void *arg)
+{
+	static void *blk[BULK_THREADS][BULK_BLOCKS];
+	void **b = blk[(uintptr_t)arg];
+
+	jp_free(jp_alloc(80));
+	pthread_barrier_wait(&bulk_start);
+	for (int r = 0; r < 20; r++) {
+		for (int i = 0; i < BULK_BLOCKS; i++)
+			if ((b[i] = jp_alloc(80)) == NULL)
+				abort();
+		for (int i = 0; i < BULK_BLOCKS; i++)
+			jp_free(b[i]);
+	}
+	pthread_barrier_wait(&bulk_end);
+	pthread_barrier_wait(&bulk_read);
+	return NULL;
+}
+
+static int bulk(void)
+{
+	pthread_t t[BULK_THREADS];
+	struct jp_alloc_stats st;
+
+	pthread_barrier_init(&bulk_start, NULL, BULK_THREADS);
+	pthread_barrier_init(&bulk_end, NULL, BULK_THREADS + 1);
+	pthread_barrier_init(&bulk_read, NULL, BULK_THREADS + 1);
+	for (uintptr_t i = 0; i < BULK_THREADS; i++)
+		if (pthread_create(&t[i], NULL, bulk_thread, (void *)i) != 0)
+			return 1;
+	pthread_barrier_wait(&bulk_end);
+	if (jp_alloc_stats(&st, sizeof st) != 0)
+		return 1;
+	fprintf(stderr, "cached=%llu threads=%llu\n", (unsigned long long)st.cached,
+		(unsigned long long)st.threads);
+	pthread_barrier_wait(&bulk_read);
+	for (int i = 0; i < BULK_THREADS; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	unsigned char *p;
 
+	if (strcmp(mode, "bulk") == 0)
+		return bulk();
 	if (strcmp(mode, "check-ok") == 0)
 		return check_ok();
 	if (strcmp(mode, "check-uaf") == 0) {

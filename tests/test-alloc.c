@@ -526,6 +526,96 @@ static void test_thread_flush(void)
 	CU_ASSERT_EQUAL(st.cached, 0);
 }
 
+/*
+ * A thread that allocates and frees in bulk: its bin grows until a whole
+ * round fits (no refill from the shared lists in the later rounds), and
+ * the round stays cached.
+ */
+#define GROW_BLOCKS 2048
+struct grow_res {
+	struct jp_alloc_stats before, after;
+	int failed;
+};
+
+static void *grow_rounds(void *arg)
+{
+	struct grow_res *g = arg;
+	void **b = calloc(GROW_BLOCKS, sizeof *b);
+
+	if (b == NULL) {
+		g->failed = 1;
+		return NULL;
+	}
+	for (int r = 0; r < 12; r++) {
+		if (r == 8 && jp_alloc_stats(&g->before, sizeof g->before) != 0)
+			g->failed = 1;
+		for (int i = 0; i < GROW_BLOCKS; i++)
+			if ((b[i] = jp_alloc(80)) == NULL)
+				g->failed = 1;
+			else
+				memset(b[i], r, 80);
+		for (int i = 0; i < GROW_BLOCKS; i++)
+			jp_free(b[i]);
+	}
+	if (jp_alloc_stats(&g->after, sizeof g->after) != 0)
+		g->failed = 1;
+	free(b);
+	return NULL;
+}
+
+static void test_bin_grows(void)
+{
+	struct grow_res g = { .failed = 0 };
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, grow_rounds, &g), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_FALSE(g.failed);
+	if (jp_test_on_valgrind())	/* memcheck: no thread caches */
+		return;
+	CU_ASSERT_EQUAL(g.after.cache_misses, g.before.cache_misses);
+	CU_ASSERT(g.after.cache_hits - g.before.cache_hits >= 4 * GROW_BLOCKS);
+	CU_ASSERT(g.after.cached >= (uint64_t)GROW_BLOCKS * 80);
+}
+
+static void run_helper(const char *mode, const char *env0, const char *env1,
+		       struct jp_child_result *res);
+
+/* Bytes cached by alloc-helper bulk (16 threads of 4096-block rounds of
+ * 80 bytes, all alive) under env. */
+static uint64_t bulk_cached(const char *env)
+{
+	struct jp_child_result res;
+	unsigned long long cached = 0, threads = 0;
+	const char *line;
+
+	run_helper("bulk", env, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	line = strstr(res.err, "cached=");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+	CU_ASSERT_EQUAL(sscanf(line, "cached=%llu threads=%llu", &cached, &threads), 2);
+	CU_ASSERT(threads >= 16);
+	return cached;
+}
+
+static void test_cache_bytes_bound(void)
+{
+	/* Each bin starts at 32 blocks (2,560 bytes here); the main thread
+	 * and the C library's own allocations hold a little besides. */
+	const uint64_t start = 17 * 32 * 80 + (64 << 10);
+	uint64_t c;
+
+	c = bulk_cached("JPSYNC_CACHE_BYTES=0");
+	CU_ASSERT(c <= start);
+	c = bulk_cached("JPSYNC_CACHE_BYTES=1M");
+	CU_ASSERT(c <= (1 << 20) + start);
+	/* Room for every thread's whole round: all of it stays cached. */
+	c = bulk_cached("JPSYNC_CACHE_BYTES=64M");
+	CU_ASSERT(c <= (64 << 20) + start);
+	if (!jp_test_on_valgrind())
+		CU_ASSERT(c >= 16 * 4096 * 80);
+}
+
 /* A stress mix: threads allocate blocks of random sizes, keep some,
  * check their contents, free them. */
 struct mix {
@@ -1363,6 +1453,7 @@ static CU_TestInfo thread_tests[] = {
 	{ "thread churn leaves RSS flat", test_thread_churn_rss_flat },
 	{ "a thread that exits returns its cache", test_thread_exit_returns_cache },
 	{ "jp_thread_flush empties the caller's cache", test_thread_flush },
+	{ "a bin grows for a thread that allocates and frees in bulk", test_bin_grows },
 	{ "stress: mixed sizes from 8 threads", test_stress_mixed_sizes },
 	{ "fork while other threads allocate", test_fork_while_allocating },
 	{ "fork from a signal handler that interrupted the allocator", test_fork_in_signal_handler },
@@ -1392,6 +1483,7 @@ static CU_TestInfo misuse_tests[] = {
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },
+	{ "JPSYNC_CACHE_BYTES bounds what the caches grow by", test_cache_bytes_bound },
 	{ NULL, NULL },
 };
 
