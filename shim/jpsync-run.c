@@ -54,18 +54,21 @@
 static const char me[] = "jpsync-run";
 
 /* The variables to set, in the order they are printed. */
-enum var { V_CACHE, V_MAG, V_MADVISE, V_CHECK, V_STATS, V_VERBOSE, V_LOCKDEP, V_COUNT };
+enum var { V_CACHE, V_CACHE_BYTES, V_MAG, V_MADVISE, V_CHECK, V_STATS, V_VERBOSE,
+	   V_LOCKDEP, V_COUNT };
 static const char *const var_name[V_COUNT] = {
-	"JPSYNC_CACHE_N", "JPSYNC_MAG_SIZE", "JPSYNC_MADVISE_MIN", "JPSYNC_CHECK",
-	"JPSYNC_STATS", "JPSYNC_VERBOSE", "JPSYNC_LOCKDEP",
+	"JPSYNC_CACHE_N", "JPSYNC_CACHE_BYTES", "JPSYNC_MAG_SIZE",
+	"JPSYNC_MADVISE_MIN", "JPSYNC_CHECK", "JPSYNC_STATS", "JPSYNC_VERBOSE",
+	"JPSYNC_LOCKDEP",
 };
 static char *var_value[V_COUNT];
 
-enum { OPT_CACHE = 256, OPT_MAG, OPT_MADVISE, OPT_CHECK, OPT_STATS, OPT_VERBOSE,
+enum { OPT_CACHE = 256, OPT_CACHE_BYTES, OPT_MAG, OPT_MADVISE, OPT_CHECK, OPT_STATS, OPT_VERBOSE,
        OPT_LOCKDEP, OPT_PRINT_ENV, OPT_HELP, OPT_VERSION };
 
 static const struct option long_options[] = {
 	{ "cache", required_argument, NULL, OPT_CACHE },
+	{ "cache-bytes", required_argument, NULL, OPT_CACHE_BYTES },
 	{ "magazine", required_argument, NULL, OPT_MAG },
 	{ "madvise-min", required_argument, NULL, OPT_MADVISE },
 	{ "check", no_argument, NULL, OPT_CHECK },
@@ -93,9 +96,12 @@ static void usage(FILE *f)
 "Run PROGRAM with every allocation (malloc, free, operator new, ...) served\n"
 "by jp_alloc, through LD_PRELOAD.  PROGRAM is searched for in PATH.\n"
 "\n"
-"  --cache=N             thread-cache slots per size class, 1 to 4096\n"
-"                          (JPSYNC_CACHE_N; default 32)\n"
-"  --magazine=N          blocks per magazine, 1 to 1024\n"
+"  --cache=N             the most blocks a thread's cache may grow to per size\n"
+"                          class, 1 to 4096 (JPSYNC_CACHE_N; default 4096)\n"
+"  --cache-bytes=SIZE    how much all threads' caches together may grow above\n"
+"                          their starting size, 0 to 1024G; 0 keeps them at\n"
+"                          their start (JPSYNC_CACHE_BYTES; default 4M)\n"
+"  --magazine=N          blocks per refill of a thread's cache, 1 to 1024\n"
 "                          (JPSYNC_MAG_SIZE; default 16)\n"
 "  --madvise-min=SIZE    smallest free block given back to the OS with\n"
 "                          madvise, e.g. 4096, 64K, or off\n"
@@ -336,6 +342,11 @@ int main(int argc, char **argv)
 		case OPT_CACHE:
 			set_size_option(V_CACHE, "cache", optarg,
 					"a number from 1 to 4096 is expected");
+			break;
+		case OPT_CACHE_BYTES:
+			set_size_option(V_CACHE_BYTES, "cache-bytes", optarg,
+					"a size from 0 to 1024G (a number with an optional "
+					"K, M or G suffix) is expected");
 			break;
 		case OPT_MAG:
 			set_size_option(V_MAG, "magazine", optarg,

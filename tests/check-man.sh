@@ -47,12 +47,28 @@ if ! perl -e '
   my ($table) = $c =~ /opt_table\[\]\s*=\s*\{(.*?)\n\};/s
     or die "no opt_table in $src\n";
   my %want;
-  while ($table =~ /OPT\(\s*"(\w+)"\s*,\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)/g) {
-    my ($n, $kind, $def) = ($1, $2, $3);
+  # A default is a C constant expression ("4096", "(uint64_t)4 << 20"):
+  # casts and integer suffixes dropped, it is evaluated to a number.
+  while ($table =~ /OPT\(\s*"(\w+)"\s*,\s*(\w+)\s*,\s*\w+\s*,\s*([^,]+?)\s*,/g) {
+    my ($n, $kind, $expr) = ($1, $2, $3);
+    (my $def = $expr) =~ s/\((?:u?int\d+_t|size_t|unsigned)\)//g;
+    $def =~ s/\b(\d+)(?:ULL|UL|U|LL|L)\b/$1/gi;
+    $def =~ /^[\d\s()<>*+]+$/
+      or die "cannot read the default of JPSYNC_$n in $src: $expr\n";
+    $def = eval $def;
     $want{"JPSYNC_$n"} = ($kind eq "OPT_BOOL" || $kind eq "OPT_STATS")
       ? ($def ? "on" : "off") : $def;
   }
   die "no OPT() entries in opt_table\n" unless %want;
+  my $rows = () = $table =~ /\bOPT\(/g;
+  die "read ", scalar(keys %want), " of the $rows OPT() rows of $src\n"
+    unless keys %want == $rows;
+  # The pages may write a size default with a K, M or G suffix ("4M").
+  my $num = sub {
+    my ($s) = @_;
+    return $s unless $s =~ /^(\d+)([KMG]?)$/;
+    return $1 * { "" => 1, K => 1 << 10, M => 1 << 20, G => 1 << 30 }->{$2};
+  };
   open $fh, "<", $page or die "$page: $!"; my $m = <$fh>;
   my ($env) = $m =~ /^\.Sh ENVIRONMENT\n(.*?)(?=^\.Sh |\z)/ms
     or die "$page has no ENVIRONMENT section\n";
@@ -66,7 +82,7 @@ if ! perl -e '
   for my $v (sort keys %want) {
     if (!exists $have{$v}) {
       print "FAIL: jpsync(7) ENVIRONMENT does not list $v\n"; $bad = 1;
-    } elsif ($have{$v} ne $want{$v}) {
+    } elsif ($num->($have{$v}) ne $want{$v}) {
       print "FAIL: jpsync(7) gives $v the default \"$have{$v}\", lib/options.c $want{$v}\n";
       $bad = 1;
     }
@@ -90,7 +106,7 @@ if ! perl -e '
     for my $v (sort keys %want) {
       if (!exists $rd{$v}) {
         print "FAIL: README.md Tuning variables does not list $v\n"; $rbad = 1;
-      } elsif ($rd{$v} ne $want{$v}) {
+      } elsif ($num->($rd{$v}) ne $want{$v}) {
         print "FAIL: README.md gives $v the default \"$rd{$v}\", lib/options.c $want{$v}\n";
         $rbad = 1;
       }

@@ -20,7 +20,7 @@ abs_module="$abs_builddir/shim/.libs/libjpsync-preload.so"
 [ $rc -eq 0 ] || bad "--help exit status $rc"
 [ -s "$tmp/err" ] && bad "--help wrote to stderr"
 grep -q '^Usage: jpsync-run \[OPTION\]\.\.\. \[--\] PROGRAM' "$tmp/help" || bad "--help has no Usage line"
-for o in --cache=N --magazine=N --madvise-min=SIZE --check '--stats\[=FILE\]' --verbose \
+for o in --cache=N --cache-bytes=SIZE --magazine=N --madvise-min=SIZE --check '--stats\[=FILE\]' --verbose \
          --lockdep --print-env --help --version; do
   grep -q -- "^  $o" "$tmp/help" || bad "--help does not list $o"
 done
@@ -48,6 +48,12 @@ JPSYNC_CACHE_N=64" --cache=64
 expect_env "$pre
 JPSYNC_CACHE_N=4K" --cache 4K
 expect_env "$pre
+JPSYNC_CACHE_BYTES=1M" --cache-bytes=1M
+expect_env "$pre
+JPSYNC_CACHE_BYTES=0" --cache-bytes 0
+expect_env "$pre
+JPSYNC_CACHE_BYTES=1024G" --cache-bytes=1024G
+expect_env "$pre
 JPSYNC_MAG_SIZE=1024" --magazine=1024
 expect_env "$pre
 JPSYNC_MADVISE_MIN=64K" --madvise-min=64K
@@ -67,12 +73,13 @@ expect_env "$pre
 JPSYNC_LOCKDEP=1" --lockdep
 expect_env "$pre
 JPSYNC_CACHE_N=8
+JPSYNC_CACHE_BYTES=64K
 JPSYNC_MAG_SIZE=4
 JPSYNC_MADVISE_MIN=1M
 JPSYNC_CHECK=1
 JPSYNC_STATS=1
 JPSYNC_VERBOSE=1
-JPSYNC_LOCKDEP=1" --lockdep --verbose --stats --check --madvise-min=1M --magazine=4 --cache=16 --cache=8
+JPSYNC_LOCKDEP=1" --lockdep --verbose --stats --check --madvise-min=1M --magazine=4 --cache-bytes=64K --cache=16 --cache=8
 # A relative --stats file is named from the current directory (the program
 # may change directory before it exits).
 got=$(cd "$tmp" && env -u LD_PRELOAD "$run" --print-env --stats=out/s.txt | sed -n 's/^JPSYNC_STATS=//p')
@@ -121,6 +128,11 @@ usage_error --cache=abc true
 usage_error --cache= true
 usage_error --cache=-1 true
 usage_error --cache=1.5K true
+usage_error --cache-bytes=lots true
+usage_error --cache-bytes=1025G true
+usage_error --cache-bytes=-1 true
+usage_error --cache-bytes= true
+usage_error --cache-bytes
 usage_error --magazine=0 true
 usage_error --magazine=1025 true
 usage_error --madvise-min=12X true
@@ -135,6 +147,8 @@ usage_error --cache=8
 usage_error --
 "$run" --cache=0 true 2>&1 | grep -q "^jpsync-run: invalid value '0' for --cache" ||
   bad "--cache=0 does not name the option and the value"
+"$run" --cache-bytes=lots true 2>&1 | grep -q "^jpsync-run: invalid value 'lots' for --cache-bytes: " ||
+  bad "--cache-bytes=lots does not name the option and the value"
 echo "ok: usage errors exit 2 with one line and the --help hint"
 
 # PROGRAM not found: 127; found but not executable: 126 (as env(1)).
@@ -177,6 +191,9 @@ $t "$run" --cache=64 --check -- env > "$tmp/env"; rc=$?
 grep -q "^LD_PRELOAD=$abs_module\$" "$tmp/env" || bad "env does not see LD_PRELOAD"
 grep -q '^JPSYNC_CACHE_N=64$' "$tmp/env" || bad "env does not see JPSYNC_CACHE_N"
 grep -q '^JPSYNC_CHECK=1$' "$tmp/env" || bad "env does not see JPSYNC_CHECK"
+$t "$run" --cache-bytes=2M -- env > "$tmp/env"; rc=$?
+[ $rc -eq 0 ] || bad "env under jpsync-run --cache-bytes=2M: exit $rc"
+grep -q '^JPSYNC_CACHE_BYTES=2M$' "$tmp/env" || bad "env does not see JPSYNC_CACHE_BYTES"
 got=$(LD_PRELOAD= $t "$run" printf '%s|' --cache=0 --help -- x)
 [ "$got" = "--cache=0|--help|--|x|" ] || bad "PROGRAM's arguments: '$got'"
 $t "$run" sh -c 'exit 7'; rc=$?
@@ -192,5 +209,8 @@ grep -q 'jpsync allocator statistics' "$tmp/stats.txt" 2>/dev/null ||
 # --verbose: the options in force, on stderr.
 $t "$run" --verbose --magazine=8 true 2> "$tmp/err"
 grep -q 'JPSYNC_MAG_SIZE=8' "$tmp/err" || { bad "--verbose printed:"; cat "$tmp/err"; }
+$t "$run" --verbose --cache-bytes=64K true 2> "$tmp/err"
+grep -q '^jpsync: JPSYNC_CACHE_BYTES=65536$' "$tmp/err" ||
+  { bad "--verbose --cache-bytes=64K printed:"; cat "$tmp/err"; }
 echo "ok: programs run with the variables, their arguments and exit status"
 exit $status

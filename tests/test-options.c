@@ -82,22 +82,28 @@ static void test_defaults(void)
 
 	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 0);
 	CU_ASSERT_STRING_EQUAL(out, "");
-	CU_ASSERT_EQUAL(o.cache_n, 32);
+	CU_ASSERT_EQUAL(o.cache_n, 4096);
+	CU_ASSERT_EQUAL(o.cache_bytes, 4194304);	/* 4 MiB */
 	CU_ASSERT_EQUAL(o.mag_size, 16);
 	CU_ASSERT_EQUAL(o.madvise_min, 4096);
 	CU_ASSERT_FALSE(o.check);
 	CU_ASSERT_FALSE(o.verbose);
 	CU_ASSERT_FALSE(o.lockdep);
 	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	/* No environment at all: the same defaults. */
+	memset(&o, 0xa5, sizeof o);
 	CU_ASSERT_EQUAL(jp__options_parse(&o, NULL, -1), 0);
+	CU_ASSERT_EQUAL(o.cache_n, 4096);
+	CU_ASSERT_EQUAL(o.cache_bytes, 4194304);
+	CU_ASSERT_EQUAL(o.mag_size, 16);
 }
 
 static void test_every_variable(void)
 {
 	struct jp_options o;
 	char *env[] = {
-		"JPSYNC_CACHE_N=64", "JPSYNC_MAG_SIZE=8", "JPSYNC_MADVISE_MIN=64K",
-		"JPSYNC_CHECK=yes", "JPSYNC_STATS=1", "JPSYNC_VERBOSE=on",
+		"JPSYNC_CACHE_N=64", "JPSYNC_CACHE_BYTES=64K", "JPSYNC_MAG_SIZE=8",
+		"JPSYNC_MADVISE_MIN=64K", "JPSYNC_CHECK=yes", "JPSYNC_STATS=1", "JPSYNC_VERBOSE=on",
 		"JPSYNC_LOCKDEP=1", "JPSYNC_TEST_SCALE=0.1", NULL,
 	};
 	char out[1024];
@@ -105,6 +111,7 @@ static void test_every_variable(void)
 	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 0);
 	CU_ASSERT_STRING_EQUAL(out, "");
 	CU_ASSERT_EQUAL(o.cache_n, 64);
+	CU_ASSERT_EQUAL(o.cache_bytes, 65536);
 	CU_ASSERT_EQUAL(o.mag_size, 8);
 	CU_ASSERT_EQUAL(o.madvise_min, 65536);
 	CU_ASSERT_TRUE(o.check);
@@ -129,18 +136,46 @@ static void test_off_and_paths(void)
 	CU_ASSERT_EQUAL(o.madvise_min, UINT64_MAX);
 }
 
+/* JPSYNC_CACHE_BYTES: 0 (bins never grow) up to 1T = 1024G. */
+static void test_cache_bytes_range(void)
+{
+	struct jp_options o;
+	char *zero[] = { "JPSYNC_CACHE_BYTES=0", NULL };
+	char *top[] = { "JPSYNC_CACHE_BYTES=1024G", NULL };
+	char *bytes[] = { "JPSYNC_CACHE_BYTES=1099511627776", NULL };
+	char *over[] = { "JPSYNC_CACHE_BYTES=1099511627777", NULL };
+	char *mib[] = { "JPSYNC_CACHE_BYTES=16MiB", NULL };
+	char out[1024];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, zero, out, sizeof out), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(o.cache_bytes, 0);
+	CU_ASSERT_EQUAL(o.cache_n, 4096);	/* the others untouched */
+	CU_ASSERT_EQUAL(parse_capture(&o, top, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(o.cache_bytes, 1ULL << 40);
+	CU_ASSERT_EQUAL(parse_capture(&o, bytes, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(o.cache_bytes, 1ULL << 40);
+	CU_ASSERT_EQUAL(parse_capture(&o, mib, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(o.cache_bytes, 16ULL << 20);
+	CU_ASSERT_EQUAL(parse_capture(&o, over, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(o.cache_bytes, 4194304);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_CACHE_BYTES='1099511627777': out of range"));
+}
+
 static void test_malformed_values_warn_and_keep_default(void)
 {
 	struct jp_options o;
 	char *env[] = {
 		"JPSYNC_CACHE_N=lots", "JPSYNC_MAG_SIZE=0", "JPSYNC_MADVISE_MIN=4Q",
 		"JPSYNC_CHECK=maybe", "JPSYNC_STATS=", "JPSYNC_VERBOSE=2",
-		"JPSYNC_LOCKDEP=", "JPSYNC_CACHE_N=999999999999999999999", NULL,
+		"JPSYNC_LOCKDEP=", "JPSYNC_CACHE_N=999999999999999999999",
+		"JPSYNC_CACHE_BYTES=lots", "JPSYNC_CACHE_BYTES=1025G", NULL,
 	};
 	char out[4096];
 
-	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 8);
-	CU_ASSERT_EQUAL(o.cache_n, 32);
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 10);
+	CU_ASSERT_EQUAL(o.cache_n, 4096);
+	CU_ASSERT_EQUAL(o.cache_bytes, 4194304);
 	CU_ASSERT_EQUAL(o.mag_size, 16);
 	CU_ASSERT_EQUAL(o.madvise_min, 4096);
 	CU_ASSERT_FALSE(o.check);
@@ -154,11 +189,26 @@ static void test_malformed_values_warn_and_keep_default(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_STATS='': empty"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_VERBOSE='2'"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_LOCKDEP=''"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_CACHE_BYTES='lots': not a number"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_CACHE_BYTES='1025G': out of range"));
 	/* one line per warning */
 	int lines = 0;
 	for (const char *p = out; *p; p++)
 		lines += *p == '\n';
-	CU_ASSERT_EQUAL(lines, 8);
+	CU_ASSERT_EQUAL(lines, 10);
+
+	/* A refused value leaves what was there: an earlier good value, not
+	 * the default and not the value clamped to the range (JPSYNC_CACHE_N's
+	 * default is also its maximum, so the test above cannot tell). */
+	char *env2[] = {
+		"JPSYNC_CACHE_N=64", "JPSYNC_CACHE_N=4097",
+		"JPSYNC_CACHE_BYTES=64K", "JPSYNC_CACHE_BYTES=1025G", NULL,
+	};
+	CU_ASSERT_EQUAL(parse_capture(&o, env2, out, sizeof out), 2);
+	CU_ASSERT_EQUAL(o.cache_n, 64);
+	CU_ASSERT_EQUAL(o.cache_bytes, 65536);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_CACHE_N='4097': out of range"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "JPSYNC_CACHE_BYTES='1025G': out of range"));
 }
 
 static void test_unknown_variable_warns(void)
@@ -172,7 +222,7 @@ static void test_unknown_variable_warns(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_CACHEN: unknown variable"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_: unknown variable"));
 	CU_ASSERT_PTR_NULL(strstr(out, "BENCH_REPS"));
-	CU_ASSERT_EQUAL(o.cache_n, 32);
+	CU_ASSERT_EQUAL(o.cache_n, 4096);
 }
 
 static void test_long_values_do_not_overflow(void)
@@ -193,7 +243,8 @@ static void test_long_values_do_not_overflow(void)
 static void test_print_effective(void)
 {
 	struct jp_options o;
-	char *env[] = { "JPSYNC_MADVISE_MIN=off", "JPSYNC_CACHE_N=8", NULL };
+	char *env[] = { "JPSYNC_MADVISE_MIN=off", "JPSYNC_CACHE_N=8",
+			"JPSYNC_CACHE_BYTES=0", NULL };
 	int fds[2];
 	char out[2048];
 	ssize_t n;
@@ -206,6 +257,7 @@ static void test_print_effective(void)
 	out[n > 0 ? n : 0] = '\0';
 	close(fds[0]);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_CACHE_N=8\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_CACHE_BYTES=0\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_MADVISE_MIN=off\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_MAG_SIZE=16\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: JPSYNC_STATS=0\n"));
@@ -219,8 +271,9 @@ static void process_options_child(void *arg)
 
 	setenv("JPSYNC_CACHE_N", "12", 1);
 	setenv("JPSYNC_MAG_SIZE", "bogus", 1);
+	setenv("JPSYNC_CACHE_BYTES", "2M", 1);
 	o = jp__options();
-	if (o->cache_n != 12 || o->mag_size != 16)
+	if (o->cache_n != 12 || o->mag_size != 16 || o->cache_bytes != 2u << 20)
 		_exit(1);
 	setenv("JPSYNC_CACHE_N", "99", 1);	/* read once: no effect now */
 	if (jp__options()->cache_n != 12 || jp__options() != o)
@@ -244,6 +297,7 @@ static CU_TestInfo options_tests[] = {
 	{ "defaults with no JPSYNC_ variables", test_defaults },
 	{ "every variable of the design is parsed", test_every_variable },
 	{ "off and file names", test_off_and_paths },
+	{ "JPSYNC_CACHE_BYTES: 0 to 1T", test_cache_bytes_range },
 	{ "malformed values: one warning each, default kept", test_malformed_values_warn_and_keep_default },
 	{ "unknown JPSYNC_ names warn, test/bench names do not", test_unknown_variable_warns },
 	{ "an 8 KiB value is refused without overflow", test_long_values_do_not_overflow },
