@@ -36,7 +36,9 @@ static _Atomic unsigned live_heaps;	/* written under the heap lock */
 
 /* Bin limits (see jp__tcache_init and bin_overflow). */
 #define BIN_START	32
-#define BIN_START_BYTES	((size_t)16 << 10)
+#define BIN_START_BYTES	((size_t)16 << 10)	/* blocks up to BIN_SMALL */
+#define BIN_SMALL	1024
+#define BIN_START_BYTES_BIG ((size_t)4 << 10)	/* bigger ones */
 #define BIN_MAX_BYTES	((size_t)512 << 10)
 #define BIN_BLOCK_MAX	((size_t)32 << 10)
 #define REFILL_MAX	256
@@ -83,13 +85,16 @@ void jp__tcache_init(void)
 		}
 		k->nblocks = (uint32_t)((size_t)k->nslices * JP_SLICE_SIZE / bs);
 		/*
-		 * A bin starts at BIN_START blocks and BIN_START_BYTES, and
+		 * A bin starts at BIN_START blocks and BIN_START_BYTES (blocks
+		 * of up to 1 KiB; 4 KiB of bigger ones, one block at least:
+		 * a thread's bins of 1 to 32 KiB blocks would otherwise hold
+		 * 200 KiB, multiplied by the threads), and
 		 * grows (bin_overflow) up to JPSYNC_CACHE_N blocks and
 		 * BIN_MAX_BYTES.  Blocks above BIN_BLOCK_MAX are not cached:
 		 * with many threads, cached big blocks would dominate RSS, and
 		 * a lock round trip is cheap next to filling such a block.
 		 */
-		start = BIN_START_BYTES / bs;
+		start = (bs <= BIN_SMALL ? BIN_START_BYTES : BIN_START_BYTES_BIG) / bs;
 		if (start > BIN_START)
 			start = BIN_START;
 		max = BIN_MAX_BYTES / bs;
