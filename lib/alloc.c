@@ -446,9 +446,19 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 {
 	size_t old;
 	void *q;
+	int saved;
 
 	if (ptr == NULL)
 		return jp_alloc(size);
+	if (size == 0) {
+		/* As glibc's realloc (REALLOC_ZERO_BYTES_FREES), which the
+		 * preload module promises: free ptr, return NULL.  NULL here
+		 * is no failure, so errno stays as it was. */
+		saved = errno;
+		jp_free(ptr);
+		errno = saved;
+		return NULL;
+	}
 	old = usable(ptr, "invalid realloc");
 	if (jp__reg_get((uintptr_t)ptr) == JP_REG_SMALL) {
 		/* In place while the block is not more than twice too big

@@ -183,6 +183,51 @@ static void test_realloc_in_place_and_moved(void)
 	jp_free(p);
 }
 
+/* jp_realloc(ptr, 0), ptr not NULL: ptr is freed and NULL returned, as
+ * glibc's realloc does, with errno untouched; small, large and huge blocks,
+ * and jp_reallocarray with either count 0. */
+static void realloc_zero_frees(size_t n, int how)
+{
+	struct jp_alloc_stats st0, st1;
+	unsigned char *p = jp_alloc(n), *q;
+	size_t u;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	memset(p, 0x3c, n);
+	u = jp_usable_size(p);
+	stats(&st0);
+	errno = EDOM;
+	q = how == 0 ? jp_realloc(p, 0)
+	  : how == 1 ? jp_reallocarray(p, 0, 16) : jp_reallocarray(p, 16, 0);
+	CU_ASSERT_EQUAL(errno, EDOM);
+	stats(&st1);
+	CU_ASSERT_PTR_NULL(q);
+	CU_ASSERT_EQUAL(st1.frees, st0.frees + 1);
+	if (n <= 256 * 1024) {
+		CU_ASSERT_EQUAL(st1.in_use + u, st0.in_use);
+	} else {
+		CU_ASSERT_EQUAL(st1.huge_count + 1, st0.huge_count);
+	}
+}
+
+static void test_realloc_zero_frees(void)
+{
+	static const size_t zsizes[] = { 1, 100, 5000, 70000, 2 * MiB };
+	void *a, *b;
+
+	for (size_t i = 0; i < JP_ARRAY_LEN(zsizes); i++)
+		for (int how = 0; how < 3; how++)
+			realloc_zero_frees(zsizes[i], how);
+	/* With ptr NULL it is still jp_alloc(0): unique and freeable. */
+	a = jp_realloc(NULL, 0);
+	b = jp_reallocarray(NULL, 0, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_PTR_NOT_EQUAL(a, b);
+	jp_free(a);
+	jp_free(b);
+}
+
 static void test_calloc_zero_on_reuse(void)
 {
 	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
@@ -1408,6 +1453,7 @@ static CU_TestInfo alloc_tests[] = {
 	{ "usable size >= n and all of it writable", test_usable_size_writable },
 	{ "realloc keeps contents, small and huge, both ways", test_realloc_keeps_contents },
 	{ "realloc in place and moved", test_realloc_in_place_and_moved },
+	{ "realloc(p, 0) frees p, returns NULL, errno untouched", test_realloc_zero_frees },
 	{ "calloc is zero, also on reused blocks", test_calloc_zero_on_reuse },
 	{ "calloc/reallocarray overflow: NULL, ENOMEM", test_overflow_enomem },
 	{ "a request too large: NULL, ENOMEM", test_too_large_enomem },

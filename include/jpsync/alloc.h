@@ -69,7 +69,8 @@ struct jp_alloc_stats {
 void *jp_alloc(size_t size);
 /* calloc: zeroed; NULL and ENOMEM also when nmemb * size overflows. */
 void *jp_calloc(size_t nmemb, size_t size);
-/* realloc: ptr NULL is jp_alloc(size); on failure ptr is left intact. */
+/* realloc: ptr NULL is jp_alloc(size); size 0 frees ptr and returns NULL,
+ * errno untouched (as glibc); on failure ptr is left intact. */
 void *jp_realloc(void *ptr, size_t size);
 /* reallocarray: jp_realloc(ptr, nmemb * size), ENOMEM on overflow. */
 void *jp_reallocarray(void *ptr, size_t nmemb, size_t size);
