@@ -310,7 +310,9 @@ JP_EXPORT int jp_posix_memalign(void **memptr, size_t alignment, size_t size)
 
 	if (memptr == NULL)
 		return EINVAL;
-	if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+	/* POSIX (and glibc): a power of two multiple of sizeof(void *).
+	 * jp_alloc_aligned keeps taking every power of two from 1. */
+	if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0)
 		return EINVAL;
 	p = jp_alloc_aligned(alignment, size);
 	if (p == NULL) {

@@ -345,11 +345,13 @@ static void test_aligned_every_power(void)
 			CU_ASSERT((uintptr_t)p % 16 == 0);
 			CU_ASSERT(jp_usable_size(p) >= n);
 			memset(p, 1, n);
+			jp_free(p);
+			if (a < sizeof(void *))
+				continue;	/* EINVAL: see the next case */
 			CU_ASSERT_EQUAL(jp_posix_memalign(&q, a, n), 0);
 			CU_ASSERT_PTR_NOT_NULL_FATAL(q);
 			CU_ASSERT_EQUAL((uintptr_t)q % a, 0);
 			memset(q, 2, n);
-			jp_free(p);
 			jp_free(q);
 		}
 	}
@@ -376,6 +378,27 @@ static void test_aligned_not_power(void)
 		CU_ASSERT_EQUAL(jp_posix_memalign(&q, bad[i], 10), EINVAL);
 		CU_ASSERT_PTR_EQUAL(q, (void *)&q);	/* untouched */
 	}
+}
+
+/* POSIX (and glibc): posix_memalign wants a power of two multiple of
+ * sizeof(void *); aligned_alloc takes any power of two. */
+static void test_posix_memalign_below_pointer(void)
+{
+	void *q = (void *)&q, *p;
+
+	for (size_t a = 1; a < sizeof(void *); a *= 2) {
+		errno = EDOM;
+		CU_ASSERT_EQUAL(jp_posix_memalign(&q, a, 10), EINVAL);
+		CU_ASSERT_PTR_EQUAL(q, (void *)&q);	/* untouched */
+		CU_ASSERT_EQUAL(errno, EDOM);		/* reported, not set */
+		p = jp_alloc_aligned(a, 10);
+		CU_ASSERT_PTR_NOT_NULL(p);
+		jp_free(p);
+	}
+	CU_ASSERT_EQUAL(jp_posix_memalign(&q, sizeof(void *), 10), 0);
+	CU_ASSERT_PTR_NOT_EQUAL_FATAL(q, (void *)&q);
+	CU_ASSERT_EQUAL((uintptr_t)q % sizeof(void *), 0);
+	jp_free(q);
 }
 
 static void test_good_size_is_usable_size(void)
@@ -1461,6 +1484,7 @@ static CU_TestInfo alloc_tests[] = {
 	{ "free(NULL) does nothing, usable_size(NULL) is 0", test_null },
 	{ "aligned alloc for every power of two 1 B .. 16 MiB", test_aligned_every_power },
 	{ "aligned alloc: not a power of two is EINVAL", test_aligned_not_power },
+	{ "posix_memalign: alignment below sizeof(void *) is EINVAL", test_posix_memalign_below_pointer },
 	{ "good_size(n) is the usable size of jp_alloc(n)", test_good_size_is_usable_size },
 	{ "free_sized with the allocated size", test_free_sized },
 	{ "stats struct: fields, sizes, errors", test_stats_struct },

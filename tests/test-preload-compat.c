@@ -10,7 +10,8 @@
  * errors      overflow and bad alignments: NULL with ENOMEM / EINVAL, never
  *             a pointer (pvalloc(SIZE_MAX), valloc, memalign, ...);
  *             malloc_usable_size(NULL) is 0; glibc's realloc(p, 0)
- *             (frees p, returns NULL, errno untouched; reallocarray too)
+ *             (frees p, returns NULL, errno untouched; reallocarray too);
+ *             posix_memalign below sizeof(void *) is EINVAL
  * libc        memory the C library allocates for us (strdup, getline,
  *             asprintf, fopen) comes from jp_alloc
  * trim        malloc_trim(0) after freeing a lot gives the memory back
@@ -375,6 +376,23 @@ static void case_errors(void)
 	CHECK(posix_memalign(&p, 4, 16) == EINVAL && p == NULL, "posix_memalign align 4");
 	CHECK(posix_memalign(&p, 0, 16) == EINVAL && p == NULL, "posix_memalign align 0");
 	CHECK(posix_memalign(&p, 24, 16) == EINVAL && p == NULL, "posix_memalign align 24");
+	/* Every power of two below sizeof(void *) (glibc: EINVAL too), while
+	 * aligned_alloc and memalign take them. */
+	for (size_t a = 1; a < sizeof(void *); a *= 2) {
+		errno = EDOM;
+		CHECK(posix_memalign(&p, a, 16) == EINVAL && p == NULL && errno == EDOM,
+		      "posix_memalign align %zu", a);
+		q = aligned_alloc(opaque(a), 16);
+		CHECK(q != NULL, "aligned_alloc align %zu", a);
+		free(q);
+		q = memalign(a, 16);
+		CHECK(q != NULL, "memalign align %zu", a);
+		free(q);
+	}
+	CHECK(posix_memalign(&p, sizeof(void *), 16) == 0 && p != NULL,
+	      "posix_memalign align sizeof(void *)");
+	free(p);
+	p = NULL;
 
 	CHECK(malloc_usable_size(NULL) == 0, "malloc_usable_size(NULL)");
 

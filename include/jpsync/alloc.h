@@ -80,7 +80,8 @@ void jp_free(void *ptr);
 void jp_free_sized(void *ptr, size_t size);
 /* aligned_alloc: alignment a power of two, else NULL and EINVAL. */
 void *jp_alloc_aligned(size_t alignment, size_t size);
-/* posix_memalign: 0, EINVAL (alignment not a power of two), ENOMEM. */
+/* posix_memalign: 0, EINVAL (alignment not a power of two multiple of
+ * sizeof(void *)), ENOMEM. */
 int jp_posix_memalign(void **memptr, size_t alignment, size_t size);
 /* malloc_usable_size: bytes usable in the block; 0 for NULL. */
 size_t jp_usable_size(const void *ptr);
