@@ -310,7 +310,9 @@ JP_EXPORT int jp_posix_memalign(void **memptr, size_t alignment, size_t size)
 
 	if (memptr == NULL)
 		return EINVAL;
-	if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+	/* POSIX (and glibc): a power of two multiple of sizeof(void *).
+	 * jp_alloc_aligned keeps taking every power of two from 1. */
+	if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0)
 		return EINVAL;
 	p = jp_alloc_aligned(alignment, size);
 	if (p == NULL) {
@@ -446,9 +448,19 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 {
 	size_t old;
 	void *q;
+	int saved;
 
 	if (ptr == NULL)
 		return jp_alloc(size);
+	if (size == 0) {
+		/* As glibc's realloc (REALLOC_ZERO_BYTES_FREES), which the
+		 * preload module promises: free ptr, return NULL.  NULL here
+		 * is no failure, so errno stays as it was. */
+		saved = errno;
+		jp_free(ptr);
+		errno = saved;
+		return NULL;
+	}
 	old = usable(ptr, "invalid realloc");
 	if (jp__reg_get((uintptr_t)ptr) == JP_REG_SMALL) {
 		/* In place while the block is not more than twice too big

@@ -17,8 +17,8 @@
  *
  * Where glibc and the C standard differ from the jp_* contract the module
  * follows glibc, since the promise is that a program behaves exactly as it
- * did before:
- *   - realloc(p, 0) with p != NULL frees p and returns NULL;
+ * did before (jp_realloc already does as glibc's realloc: realloc(p, 0)
+ * with p != NULL frees p and returns NULL):
  *   - memalign() and valloc() round a non-power-of-two alignment up, as
  *     glibc's memalign does, while aligned_alloc() refuses it (EINVAL), as
  *     C17 and glibc 2.38 do;
@@ -110,11 +110,8 @@ void *calloc(size_t nmemb, size_t size)
 
 void *realloc(void *ptr, size_t size)
 {
-	/* glibc frees and returns NULL here (REALLOC_ZERO_BYTES_FREES). */
-	if (size == 0 && ptr != NULL) {
-		jp_free(ptr);
-		return NULL;
-	}
+	/* realloc(p, 0) frees p and returns NULL in jp_realloc, as in glibc
+	 * (REALLOC_ZERO_BYTES_FREES). */
 	return jp_realloc(ptr, size);
 }
 

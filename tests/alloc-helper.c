@@ -40,10 +40,12 @@ static int check_ok(void)
 			memset(p[i], 0x5a, n);
 		}
 		for (int i = 0; i < 1000; i += 2) {
+			/* i == 0: realloc to 0 bytes frees, returns NULL */
 			p[i] = jp_realloc(p[i], (size_t)i * 3);
-			if (p[i] == NULL)
+			if ((p[i] == NULL) != (i == 0))
 				return 1;
-			memset(p[i], 1, (size_t)i * 3);
+			if (p[i] != NULL)
+				memset(p[i], 1, (size_t)i * 3);
 		}
 		for (int i = 0; i < 1000; i++)
 			jp_free(p[i]);

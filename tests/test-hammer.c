@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#define JP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
 struct pairs {
 	unsigned threads;
 	uint64_t iters;
@@ -162,11 +160,9 @@ static CU_SuiteInfo suites[] = {
 
 int main(void)
 {
-	if (jp_test_sanitized() || jp_test_on_valgrind()) {
+	if (jp_test_sanitized() || jp_test_on_valgrind())
 		/* Both reserve far more address space than the 256 MiB limit. */
-		CU_TestInfo none = CU_TEST_INFO_NULL;
-		hammer_tests[JP_ARRAY_LEN(hammer_tests) - 2] = none;
-		printf("not registered here (needs RLIMIT_AS): thread start failure\n");
-	}
+		jp_test_unregister(hammer_tests, test_thread_start_failure,
+				   "sanitizers, valgrind: it needs a 256 MiB RLIMIT_AS");
 	return jp_test_run(suites);
 }

@@ -10,6 +10,8 @@
  * errors      overflow and bad alignments: NULL with ENOMEM / EINVAL, never
  *             a pointer (pvalloc(SIZE_MAX), valloc, memalign, ...);
  *             malloc_usable_size(NULL) is 0; glibc's realloc(p, 0)
+ *             (frees p, returns NULL, errno untouched; reallocarray too);
+ *             posix_memalign below sizeof(void *) is EINVAL
  * libc        memory the C library allocates for us (strdup, getline,
  *             asprintf, fopen) comes from jp_alloc
  * trim        malloc_trim(0) after freeing a lot gives the memory back
@@ -31,6 +33,8 @@
  * every check passed.
  */
 #define _GNU_SOURCE
+#include <jpsync/alloc.h>	/* struct jp_alloc_stats only: jp_* by dlsym */
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -290,6 +294,45 @@ static size_t opaque(size_t x)
 	return x;
 }
 
+/* realloc(p, 0) and its relatives free p: the allocator counts a free. */
+static void realloc_zero_frees(void)
+{
+	int (*st)(struct jp_alloc_stats *, size_t) =
+		(int (*)(struct jp_alloc_stats *, size_t))
+		dlsym(RTLD_DEFAULT, "jp_alloc_stats");
+	struct jp_alloc_stats s0, s1;
+	const size_t sizes[] = { 24, 5000, (size_t)3 << 20 };
+
+	CHECK(st != NULL, "jp_alloc_stats not found: is the module preloaded?");
+	if (st == NULL)
+		return;
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		for (int how = 0; how < 4; how++) {
+			void *p = malloc(sizes[i]), *q;
+
+			CHECK(p != NULL, "malloc(%zu)", sizes[i]);
+			if (p == NULL)
+				continue;
+			memset(p, 0x6b, sizes[i]);
+			st(&s0, sizeof s0);
+			errno = EDOM;
+			q = how == 0 ? realloc(p, 0) : how == 1 ? __libc_realloc(p, 0)
+			  : how == 2 ? reallocarray(p, 0, 8) : reallocarray(p, 8, 0);
+			int e = errno;
+			st(&s1, sizeof s1);
+			CHECK(q == NULL && e == EDOM && s1.frees == s0.frees + 1,
+			      "size %zu, way %d: gave %p, errno %d, frees +%llu",
+			      sizes[i], how, q, e,
+			      (unsigned long long)(s1.frees - s0.frees));
+		}
+	}
+	/* realloc(NULL, 0) is malloc(0): a unique pointer. */
+	void *a = realloc(NULL, 0), *b = reallocarray(NULL, 0, 8);
+	CHECK(a != NULL && b != NULL && a != b, "realloc(NULL, 0) is malloc(0)");
+	free(a);
+	free(b);
+}
+
 static void case_errors(void)
 {
 	size_t page = (size_t)getpagesize();
@@ -333,6 +376,23 @@ static void case_errors(void)
 	CHECK(posix_memalign(&p, 4, 16) == EINVAL && p == NULL, "posix_memalign align 4");
 	CHECK(posix_memalign(&p, 0, 16) == EINVAL && p == NULL, "posix_memalign align 0");
 	CHECK(posix_memalign(&p, 24, 16) == EINVAL && p == NULL, "posix_memalign align 24");
+	/* Every power of two below sizeof(void *) (glibc: EINVAL too), while
+	 * aligned_alloc and memalign take them. */
+	for (size_t a = 1; a < sizeof(void *); a *= 2) {
+		errno = EDOM;
+		CHECK(posix_memalign(&p, a, 16) == EINVAL && p == NULL && errno == EDOM,
+		      "posix_memalign align %zu", a);
+		q = aligned_alloc(opaque(a), 16);
+		CHECK(q != NULL, "aligned_alloc align %zu", a);
+		free(q);
+		q = memalign(a, 16);
+		CHECK(q != NULL, "memalign align %zu", a);
+		free(q);
+	}
+	CHECK(posix_memalign(&p, sizeof(void *), 16) == 0 && p != NULL,
+	      "posix_memalign align sizeof(void *)");
+	free(p);
+	p = NULL;
 
 	CHECK(malloc_usable_size(NULL) == 0, "malloc_usable_size(NULL)");
 
@@ -347,9 +407,11 @@ static void case_errors(void)
 	errno = 0;
 	q = reallocarray(p, opaque(SIZE_MAX / 4), 8);
 	CHECK(q == NULL && errno == ENOMEM, "reallocarray overflow keeps the block");
-	/* glibc: realloc(p, 0) frees p and returns NULL. */
+	/* glibc: realloc(p, 0) frees p and returns NULL, errno untouched. */
+	errno = EDOM;
 	q = realloc(p, 0);
-	CHECK(q == NULL, "realloc(p, 0) returns NULL as in glibc");
+	CHECK(q == NULL && errno == EDOM, "realloc(p, 0) returns NULL as in glibc");
+	realloc_zero_frees();
 	/* malloc(0) is unique and freeable. */
 	p = malloc(0);
 	q = malloc(0);

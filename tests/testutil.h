@@ -6,7 +6,10 @@
  * jp_test_scaled() scales a stress size by JPSYNC_TEST_SCALE (default 1, may
  * be fractional: 0.05 for the valgrind runs).  jp_test_child() runs a
  * function in a forked child and captures its stderr and how it ended, for
- * the cases that must abort.
+ * the cases that must abort.  jp_test_unregister() leaves out, before
+ * jp_test_run(), a case that cannot run in this build or under this tool,
+ * so that CUnit neither runs nor counts it: a case that returned early would
+ * be reported as passed.
  */
 #ifndef JP_TESTUTIL_H
 #define JP_TESTUTIL_H
@@ -17,6 +20,12 @@
 #include <stdint.h>
 
 int jp_test_run(CU_SuiteInfo *suites);
+
+/* Remove the case that runs fn from tests (a CU_TEST_INFO_NULL-terminated
+ * array; the later cases move up) and print on stdout
+ * "not registered here (why): <case name>".  Call it before jp_test_run().
+ * Returns false, printing nothing, if no case runs fn. */
+bool jp_test_unregister(CU_TestInfo *tests, CU_TestFunc fn, const char *why);
 
 double jp_test_scale(void);
 /* n scaled by JPSYNC_TEST_SCALE, at least min_n. */

@@ -69,7 +69,8 @@ struct jp_alloc_stats {
 void *jp_alloc(size_t size);
 /* calloc: zeroed; NULL and ENOMEM also when nmemb * size overflows. */
 void *jp_calloc(size_t nmemb, size_t size);
-/* realloc: ptr NULL is jp_alloc(size); on failure ptr is left intact. */
+/* realloc: ptr NULL is jp_alloc(size); size 0 frees ptr and returns NULL,
+ * errno untouched (as glibc); on failure ptr is left intact. */
 void *jp_realloc(void *ptr, size_t size);
 /* reallocarray: jp_realloc(ptr, nmemb * size), ENOMEM on overflow. */
 void *jp_reallocarray(void *ptr, size_t nmemb, size_t size);
@@ -79,7 +80,8 @@ void jp_free(void *ptr);
 void jp_free_sized(void *ptr, size_t size);
 /* aligned_alloc: alignment a power of two, else NULL and EINVAL. */
 void *jp_alloc_aligned(size_t alignment, size_t size);
-/* posix_memalign: 0, EINVAL (alignment not a power of two), ENOMEM. */
+/* posix_memalign: 0, EINVAL (alignment not a power of two multiple of
+ * sizeof(void *)), ENOMEM. */
 int jp_posix_memalign(void **memptr, size_t alignment, size_t size);
 /* malloc_usable_size: bytes usable in the block; 0 for NULL. */
 size_t jp_usable_size(const void *ptr);
