@@ -269,12 +269,23 @@ struct jp_heap {
 
 extern struct jp_class jp__classes[JP_NCLASSES];
 extern struct jp_central jp__central[JP_NARENAS][JP_NCLASSES];
-extern uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
+extern const uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
 extern uint8_t jp__registry[JP_REG_N];
 extern struct jp_span jp__no_span;
 extern struct jp_heap jp__empty_heap;
 extern __thread struct jp_heap *jp__tls_heap
 	__attribute__((tls_model("initial-exec")));
+
+/*
+ * jp__size_class as a constant expression, for the lookup table (which the
+ * fast path of jp_alloc reads before any initialisation, so it must not be
+ * written at run time).  (n - 1) | 1: the same top bit, and never 0.
+ */
+#define JP_MSB_C(x)	(63 - __builtin_clzll((unsigned long long)(x)))
+#define JP_SIZE_CLASS_C(n) \
+	((n) <= 64 ? ((n) == 0 ? 0u : (unsigned)(((n) - 1) >> 4)) : \
+	 (unsigned)(4 * (JP_MSB_C(((n) - 1) | 1) - 6) + \
+		    (((n) - 1) >> (JP_MSB_C(((n) - 1) | 1) - 2))))
 
 static inline uint32_t jp__size_class(size_t n)
 {

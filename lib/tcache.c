@@ -42,7 +42,19 @@ static _Atomic unsigned live_heaps;	/* written under the heap lock */
 #define BIN_MAX_BYTES	((size_t)512 << 10)
 #define BIN_BLOCK_MAX	((size_t)32 << 10)
 #define REFILL_MAX	256
-uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];
+/* Bin offsets by (size + 15) / 16, for sizes up to JP_LOOKUP_MAX. */
+#define L(i) ((uint16_t)(JP_SIZE_CLASS_C((i) * 16ull) * sizeof(struct jp_bin)))
+const uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1] = {
+	L(0), L(1), L(2), L(3), L(4), L(5), L(6), L(7), L(8), L(9),
+	L(10), L(11), L(12), L(13), L(14), L(15), L(16), L(17), L(18),
+	L(19), L(20), L(21), L(22), L(23), L(24), L(25), L(26), L(27),
+	L(28), L(29), L(30), L(31), L(32), L(33), L(34), L(35), L(36),
+	L(37), L(38), L(39), L(40), L(41), L(42), L(43), L(44), L(45),
+	L(46), L(47), L(48), L(49), L(50), L(51), L(52), L(53), L(54),
+	L(55), L(56), L(57), L(58), L(59), L(60), L(61), L(62), L(63),
+	L(64)
+};
+#undef L
 
 /* A thread with no heap yet points here: no block, no room, so both fast
  * paths fall through to the slow ones, which create the heap. */
@@ -125,8 +137,8 @@ void jp__tcache_init(void)
 	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
 	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
 	for (size_t i = 0; i <= JP_LOOKUP_MAX / 16; i++)
-		jp__class_lookup[i] = (uint16_t)(jp__size_class(i * 16) *
-						 sizeof(struct jp_bin));
+		if (jp__class_lookup[i] != jp__size_class(i * 16) * sizeof(struct jp_bin))
+			jp__die("size class table does not match jp__size_class");
 }
 
 /* Blocks to bring into bin b at a refill: a magazine, more for a bin that

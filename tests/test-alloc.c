@@ -647,6 +647,105 @@ static void test_bin_grows(void)
 static void run_helper(const char *mode, const char *env0, const char *env1,
 		       struct jp_child_result *res);
 
+/*
+ * Bulk rounds under contention: every thread allocates a batch (64 to 1024
+ * blocks of 16 bytes to 2 KiB), fills and checks it, frees half itself and
+ * swaps the other half with a shared mailbox, freeing whatever batch
+ * another thread left there.  Bins grow, overflow with other threads'
+ * blocks and shrink as the budget is shared; nothing may be lost or
+ * handed out twice, and everything goes back.
+ */
+#define BULK_SLOTS 4
+struct bulk_batch {
+	unsigned n;
+	unsigned char tag;
+	size_t size;
+	unsigned char *p[];
+};
+
+struct bulk {
+	_Atomic(struct bulk_batch *) mailbox[BULK_SLOTS];
+	_Atomic uint64_t bad;
+};
+
+static bool bulk_ok(const unsigned char *p, size_t size, unsigned char tag)
+{
+	return p[0] == tag && p[size / 2] == tag && p[size - 1] == tag;
+}
+
+static void bulk_free_batch(struct bulk *m, struct bulk_batch *b, unsigned from)
+{
+	for (unsigned i = from; i < b->n; i++) {
+		if (!bulk_ok(b->p[i], b->size, b->tag))
+			atomic_fetch_add(&m->bad, 1);
+		jp_free(b->p[i]);
+	}
+	jp_free(b);
+}
+
+static void bulk_body(void *ctx, unsigned t, uint64_t iter)
+{
+	struct bulk *m = ctx;
+	uint64_t r = (iter + 1) * 6364136223846793005ull + t * 1442695040888963407ull;
+	unsigned n = 64u << (r >> 61 & 3), half = n / 2;
+	size_t size = 16 + (size_t)(r >> 20) % 2033;
+	struct bulk_batch *b = jp_alloc(sizeof *b + n * sizeof b->p[0]), *old;
+
+	if (b == NULL) {
+		atomic_fetch_add(&m->bad, 1);
+		return;
+	}
+	b->n = n;
+	b->size = size;
+	b->tag = (unsigned char)(r >> 40 | 1);
+	for (unsigned i = 0; i < n; i++) {
+		if ((b->p[i] = jp_alloc(size)) == NULL) {
+			atomic_fetch_add(&m->bad, 1);
+			b->n = i;
+			bulk_free_batch(m, b, 0);
+			return;
+		}
+		memset(b->p[i], b->tag, size);
+	}
+	/* The first half: freed here; the second: to whoever comes next. */
+	for (unsigned i = 0; i < half; i++) {
+		if (!bulk_ok(b->p[i], size, b->tag))
+			atomic_fetch_add(&m->bad, 1);
+		jp_free(b->p[i]);
+	}
+	memmove(b->p, b->p + half, (n - half) * sizeof b->p[0]);
+	b->n = n - half;
+	old = atomic_exchange(&m->mailbox[(t + iter) % BULK_SLOTS], b);
+	if (old != NULL)
+		bulk_free_batch(m, old, 0);
+}
+
+static void test_bulk_under_contention(void)
+{
+	struct jp_alloc_stats before, after;
+	struct bulk *m;
+
+	jp_thread_flush();
+	stats(&before);
+	m = jp_calloc(1, sizeof *m);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL_FATAL(jp_hammer(8, jp_test_scaled(400, 20), bulk_body, m), 0);
+	for (unsigned i = 0; i < BULK_SLOTS; i++) {
+		struct bulk_batch *b = atomic_load(&m->mailbox[i]);
+
+		if (b != NULL)
+			bulk_free_batch(m, b, 0);
+	}
+	CU_ASSERT_EQUAL(atomic_load(&m->bad), 0);
+	jp_free(m);
+	jp_thread_flush();
+	stats(&after);
+	/* The hammer's threads have exited: their caches went back. */
+	CU_ASSERT_EQUAL(after.threads, before.threads);
+	CU_ASSERT_EQUAL(after.cached, 0);
+	CU_ASSERT_EQUAL(after.in_use, before.in_use);
+}
+
 /* Bytes cached by alloc-helper bulk (16 threads of 4096-block rounds of
  * 80 bytes, all alive) under env. */
 static uint64_t bulk_cached(const char *env)
@@ -1498,6 +1597,7 @@ static CU_TestInfo thread_tests[] = {
 	{ "a thread that exits returns its cache", test_thread_exit_returns_cache },
 	{ "jp_thread_flush empties the caller's cache", test_thread_flush },
 	{ "a bin grows for a thread that allocates and frees in bulk", test_bin_grows },
+	{ "bulk rounds with remote frees from 8 threads", test_bulk_under_contention },
 	{ "stress: mixed sizes from 8 threads", test_stress_mixed_sizes },
 	{ "fork while other threads allocate", test_fork_while_allocating },
 	{ "fork from a signal handler that interrupted the allocator", test_fork_in_signal_handler },
