@@ -240,7 +240,7 @@ JP_EXPORT void *jp_alloc(size_t size)
 
 	if (jp_likely(size <= JP_LOOKUP_MAX)) {
 		struct jp_bin *b = (struct jp_bin *)((char *)h +
-			jp__class_lookup[(size + 15) >> 4]);
+			jp__class_lookup[size]);
 		void **blk = b->head;
 
 		if (jp_likely(blk != NULL)) {
@@ -371,12 +371,13 @@ JP_EXPORT void jp_free(void *p)
 
 	if (jp_likely((a >> JP_SEG_SHIFT) < JP_REG_N &&
 		      jp__reg_get(a) == JP_REG_SMALL)) {
-		struct jp_span *s = jp__span_of(a);
+		const struct jp_slice *sl = jp__slice_of(a);
 
-		if (jp_likely(jp__is_block(s, a) &&
+		/* jp__is_block, from the slice's copy of the span's fields. */
+		if (jp_likely((a + sl->nstart) * sl->divc < sl->limit &&
 			      ((uintptr_t *)p)[1] != jp__ag.key)) {
 			struct jp_bin *b = (struct jp_bin *)
-				((char *)jp__tls_heap + s->binoff);
+				((char *)jp__tls_heap + sl->binoff);
 
 			if (jp_likely(JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) != 0)) {
 				((void **)p)[0] = b->head;

@@ -170,6 +170,18 @@ struct jp_span {
 	uint8_t arena;		/* whose lists it is on */
 };
 
+/*
+ * What the fast path of jp_free reads of the span a slice belongs to, kept
+ * per slice in the segment header (jp__span_publish), so that it is one
+ * load from the address instead of two (slice -> span -> fields).
+ */
+struct jp_slice {
+	uintptr_t nstart;	/* as in the span */
+	uint64_t divc;
+	uint64_t limit;		/* 0: no block starts in this slice's span */
+	uint64_t binoff;
+};
+
 struct jp_segment {
 	uint64_t magic;
 	struct jp_segment *next, *prev;	/* list of segments (segment lock) */
@@ -177,6 +189,7 @@ struct jp_segment {
 	uint64_t dirty_bits;	/* free slices that still hold pages */
 	/* The span of each slice (a dummy for free slices and the header). */
 	struct jp_span *slice_span[JP_NSLICES];
+	struct jp_slice slices[JP_NSLICES];	/* the same, for jp_free */
 	struct jp_span spans[JP_NSLICES];
 };
 
@@ -269,7 +282,7 @@ struct jp_heap {
 
 extern struct jp_class jp__classes[JP_NCLASSES];
 extern struct jp_central jp__central[JP_NARENAS][JP_NCLASSES];
-extern const uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1];	/* bin offsets */
+extern const uint16_t jp__class_lookup[JP_LOOKUP_MAX + 1];	/* bin offsets */
 extern uint8_t jp__registry[JP_REG_N];
 extern struct jp_span jp__no_span;
 extern struct jp_heap jp__empty_heap;
@@ -314,7 +327,7 @@ static inline unsigned jp__reg_get(uintptr_t a)
 #else
 	/* A byte: a plain load is as good as a relaxed one, and lets the
 	 * compiler fold it into the compare of the fast path. */
-	return *(volatile const uint8_t *)&jp__registry[a >> JP_SEG_SHIFT];
+	return jp__registry[a >> JP_SEG_SHIFT];
 #endif
 }
 
@@ -370,6 +383,28 @@ static inline struct jp_span *jp__span_of(uintptr_t a)
 	struct jp_segment *seg = (struct jp_segment *)(a & ~(uintptr_t)JP_SEG_MASK);
 
 	return seg->slice_span[(a >> JP_SLICE_SHIFT) & (JP_NSLICES - 1)];
+}
+
+/* The fast-path view of the span of a pointer known to be in a segment. */
+static inline const struct jp_slice *jp__slice_of(uintptr_t a)
+{
+	struct jp_segment *seg = (struct jp_segment *)(a & ~(uintptr_t)JP_SEG_MASK);
+
+	return &seg->slices[(a >> JP_SLICE_SHIFT) & (JP_NSLICES - 1)];
+}
+
+/* Copy the fields of span s that jp_free reads into its slices (under the
+ * lock that set them: its class's, or the segment lock). */
+static inline void jp__span_publish(const struct jp_span *s)
+{
+	struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
+
+	for (unsigned i = s->slice; i < (unsigned)s->slice + s->nslices; i++) {
+		seg->slices[i].nstart = s->nstart;
+		seg->slices[i].divc = s->divc;
+		seg->slices[i].limit = s->limit;
+		seg->slices[i].binoff = s->binoff;
+	}
 }
 
 static inline uintptr_t jp__span_start(const struct jp_span *s)

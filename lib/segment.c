@@ -193,6 +193,7 @@ void jp__span_release(struct jp_span *s)
 	for (unsigned i = 0; i < n; i++)
 		seg->slice_span[first + i] = &jp__no_span;
 	s->limit = 0;
+	jp__span_publish(s);
 	seg->used_bits &= ~mask;
 	if (seg->used_bits == 1) {
 		/* Empty: unmap it, unless it is the only free room left. */

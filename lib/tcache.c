@@ -42,18 +42,24 @@ static _Atomic unsigned live_heaps;	/* written under the heap lock */
 #define BIN_MAX_BYTES	((size_t)512 << 10)
 #define BIN_BLOCK_MAX	((size_t)32 << 10)
 #define REFILL_MAX	256
-/* Bin offsets by (size + 15) / 16, for sizes up to JP_LOOKUP_MAX. */
+/* Bin offsets by request size, for sizes up to JP_LOOKUP_MAX: indexed by
+ * the size itself, so that jp_alloc needs no rounding before the load. */
 #define L(i) ((uint16_t)(JP_SIZE_CLASS_C((i) * 16ull) * sizeof(struct jp_bin)))
-const uint16_t jp__class_lookup[JP_LOOKUP_MAX / 16 + 1] = {
-	L(0), L(1), L(2), L(3), L(4), L(5), L(6), L(7), L(8), L(9),
-	L(10), L(11), L(12), L(13), L(14), L(15), L(16), L(17), L(18),
-	L(19), L(20), L(21), L(22), L(23), L(24), L(25), L(26), L(27),
-	L(28), L(29), L(30), L(31), L(32), L(33), L(34), L(35), L(36),
-	L(37), L(38), L(39), L(40), L(41), L(42), L(43), L(44), L(45),
-	L(46), L(47), L(48), L(49), L(50), L(51), L(52), L(53), L(54),
-	L(55), L(56), L(57), L(58), L(59), L(60), L(61), L(62), L(63),
-	L(64)
+#define X16(i) L(i), L(i), L(i), L(i), L(i), L(i), L(i), L(i), \
+	L(i), L(i), L(i), L(i), L(i), L(i), L(i), L(i)
+const uint16_t jp__class_lookup[JP_LOOKUP_MAX + 1] = {
+	L(0), X16(1), X16(2), X16(3), X16(4), X16(5), X16(6), X16(7),
+	X16(8), X16(9), X16(10), X16(11), X16(12), X16(13), X16(14),
+	X16(15), X16(16), X16(17), X16(18), X16(19), X16(20), X16(21),
+	X16(22), X16(23), X16(24), X16(25), X16(26), X16(27), X16(28),
+	X16(29), X16(30), X16(31), X16(32), X16(33), X16(34), X16(35),
+	X16(36), X16(37), X16(38), X16(39), X16(40), X16(41), X16(42),
+	X16(43), X16(44), X16(45), X16(46), X16(47), X16(48), X16(49),
+	X16(50), X16(51), X16(52), X16(53), X16(54), X16(55), X16(56),
+	X16(57), X16(58), X16(59), X16(60), X16(61), X16(62), X16(63),
+	X16(64)
 };
+#undef X16
 #undef L
 
 /* A thread with no heap yet points here: no block, no room, so both fast
@@ -136,8 +142,8 @@ void jp__tcache_init(void)
 		narenas = JP_NARENAS;
 	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
 	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
-	for (size_t i = 0; i <= JP_LOOKUP_MAX / 16; i++)
-		if (jp__class_lookup[i] != jp__size_class(i * 16) * sizeof(struct jp_bin))
+	for (size_t i = 0; i <= JP_LOOKUP_MAX; i++)
+		if (jp__class_lookup[i] != jp__size_class(i) * sizeof(struct jp_bin))
 			jp__die("size class table does not match jp__size_class");
 }
 
@@ -195,6 +201,7 @@ static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t c
 	s->binoff = cls * (uint32_t)sizeof(struct jp_bin);
 	s->divc = UINT64_MAX / kc->bsize + 2;
 	s->limit = (uint64_t)kc->nblocks * (s->divc * kc->bsize);
+	jp__span_publish(s);
 	k->nspans++;
 	k->empty_spans++;
 	span_link(k, s);
