@@ -142,6 +142,7 @@ void jp__tcache_init(void)
 		narenas = JP_NARENAS;
 	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
 	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
+	JP_BENIGN_RACE(&live_heaps, sizeof live_heaps, "atomic count of heaps");
 	for (size_t i = 0; i <= JP_LOOKUP_MAX; i++)
 		if (jp__class_lookup[i] != jp__size_class(i) * sizeof(struct jp_bin))
 			jp__die("size class table does not match jp__size_class");
