@@ -242,7 +242,7 @@ struct jp_bin {
 	 * with one add. */
 	uint64_t cn;
 	uint32_t max;		/* the bin's limit now (see bin_overflow) */
-	uint32_t nover;		/* overflows since the limit last changed */
+	uint32_t nover;		/* 1: ran dry since its last overflow */
 	uint64_t nalloc_hi;	/* handed out, folded from cn (48-bit wrap) */
 	uint64_t nrefill;	/* blocks brought in from the class */
 };

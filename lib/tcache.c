@@ -5,17 +5,20 @@
  * A thread's heap holds, per size class, a LIFO list of free blocks that
  * only that thread touches (no atomics on the fast paths in alloc.c).  A
  * free pushes onto the list of the freeing thread, whichever thread
- * allocated the block; the list is bounded (JPSYNC_CACHE_N blocks, fewer
- * for big classes), and when it is full a batch (JPSYNC_MAG_SIZE) goes back
- * to the spans it came from, under the class lock.  An empty list is
- * refilled with a batch the same way.  So a block freed by another thread
+ * allocated the block.  The list is bounded: it starts small and grows
+ * (bin_overflow) for a thread that both empties and overfills it, within
+ * JPSYNC_CACHE_N blocks and the thread's share of JPSYNC_CACHE_BYTES.  When
+ * it is full, blocks go back to the spans they came from, under the class
+ * lock; an empty list is refilled with a batch (JPSYNC_MAG_SIZE, or more
+ * for a grown list) the same way.  So a block freed by another thread
  * travels back to the shared lists in a batch with one lock round trip,
  * with no ABA to guard against (nothing is popped without the lock), and
  * no memory is stranded in a thread that allocates but never frees.
  *
- * A span whose blocks are all back is given to its segment (one empty span
- * is kept per class so that a class that keeps emptying and refilling its
- * last span does not churn), where any class can take its slices.
+ * A span whose blocks are all back is given to its segment (one empty
+ * one-slice span is kept per class and arena so that a class that keeps
+ * emptying and refilling its last span does not churn), where any class
+ * can take its slices.
  *
  * Thread exit (a pthread key destructor) flushes the heap and puts it on a
  * free list for the next thread: 10,000 short threads reuse a handful of
