@@ -445,6 +445,9 @@ JP_EXPORT size_t jp_good_size(size_t size)
 
 /* ---- realloc -------------------------------------------------------- */
 
+#define REALLOC_MAP_MIN	((size_t)64 << 10)
+#define REALLOC_MAP_MAX	1024	/* huge blocks live, at most, to grow so */
+
 JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 {
 	size_t old;
@@ -469,7 +472,20 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		if (size <= old && (old <= 64 || size > old / 2) &&
 		    jp__is_block(jp__span_of((uintptr_t)ptr), (uintptr_t)ptr))
 			return ptr;
-	} else if (size > JP_MAX_SMALL) {
+		/* Growing past REALLOC_MAP_MIN: a mapping of its own, so
+		 * that the next growth moves pages (mremap) instead of
+		 * copying bytes.  Bounded in number: each is a mapping. */
+		if (size > old && size >= REALLOC_MAP_MIN && !jp__ag.check &&
+		    atomic_load_explicit(&jp__ag.huge_count, memory_order_relaxed) <
+		    REALLOC_MAP_MAX) {
+			q = huge_alloc(size, 0, false);
+			if (q == NULL)
+				return NULL;
+			memcpy(q, ptr, old);
+			jp_free(ptr);
+			return q;
+		}
+	} else if (size >= REALLOC_MAP_MIN) {
 		struct jp_huge *hg = jp__huge_of(ptr);
 
 		if (size <= old && size > old / 2)

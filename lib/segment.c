@@ -397,10 +397,16 @@ static size_t hcache_trim(void)
 	return total;
 }
 
-/* Give back the pages of a taken mapping beyond total bytes. */
+/*
+ * Give back the pages of a taken mapping beyond total bytes, unless the
+ * mapping is at most HC_KEEP times the request: then they stay, for the
+ * block to grow into without page faults (a buffer grown by realloc), and
+ * cost no more than they did in the cache.
+ */
+#define HC_KEEP	8
 static void hcache_shed(char *base, size_t size, size_t total)
 {
-	if (size > total)
+	if (size / HC_KEEP > total)
 		jp__os_decommit(base + total, size - total);
 }
 

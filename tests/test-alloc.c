@@ -228,6 +228,43 @@ static void test_realloc_zero_frees(void)
 	jp_free(b);
 }
 
+/* realloc growth past 64 KiB: a mapping of its own (huge_count), contents
+ * kept through growth in place and moves, and back to a small block when
+ * it shrinks below 64 KiB. */
+static void test_realloc_growth_maps(void)
+{
+	struct jp_alloc_stats a, b, c;
+	unsigned char *p = jp_alloc(1000);
+	const size_t steps[] = { 48 << 10, 100 << 10, 200 << 10, 1 << 20, 5 << 20 };
+	size_t have = 1000;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	for (size_t k = 0; k < have; k++)
+		p[k] = (unsigned char)(0x5a + k % 7);
+	stats(&a);
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		p = jp_realloc(p, steps[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		CU_ASSERT(jp_usable_size(p) >= steps[i]);
+		for (size_t k = 0; k < have; k += 997)
+			CU_ASSERT_EQUAL_FATAL(p[k], (unsigned char)(0x5a + k % 7));
+		for (size_t k = have; k < steps[i]; k++)
+			p[k] = (unsigned char)(0x5a + k % 7);
+		have = steps[i];
+		if (i == 1) {
+			stats(&b);
+			CU_ASSERT_EQUAL(b.huge_count, a.huge_count + 1);
+		}
+	}
+	p = jp_realloc(p, 1000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	for (size_t k = 0; k < 1000; k++)
+		CU_ASSERT_EQUAL_FATAL(p[k], (unsigned char)(0x5a + k % 7));
+	stats(&c);
+	CU_ASSERT_EQUAL(c.huge_count, a.huge_count);
+	jp_free(p);
+}
+
 static void test_calloc_zero_on_reuse(void)
 {
 	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
@@ -1589,6 +1626,7 @@ static CU_TestInfo alloc_tests[] = {
 	{ "usable size >= n and all of it writable", test_usable_size_writable },
 	{ "realloc keeps contents, small and huge, both ways", test_realloc_keeps_contents },
 	{ "realloc in place and moved", test_realloc_in_place_and_moved },
+	{ "realloc growth past 64 KiB gets a mapping of its own", test_realloc_growth_maps },
 	{ "realloc(p, 0) frees p, returns NULL, errno untouched", test_realloc_zero_frees },
 	{ "calloc is zero, also on reused blocks", test_calloc_zero_on_reuse },
 	{ "calloc/reallocarray overflow: NULL, ENOMEM", test_overflow_enomem },
