@@ -612,7 +612,7 @@ static void test_thread_exit_returns_cache(void)
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, exit_with_cache, &during), 0);
 	pthread_join(t, NULL);
 	stats(&after);
-	if (!jp_test_on_valgrind())	/* memcheck: no thread caches */
+	if (!jp_test_on_memcheck())	/* memcheck: no thread caches */
 		CU_ASSERT(during.cached > before.cached);
 	CU_ASSERT_EQUAL(during.threads, before.threads + 1);
 	CU_ASSERT_EQUAL(after.threads, before.threads);
@@ -1707,18 +1707,20 @@ int main(void)
 		/* The sanitizer runtime must come first in an unlinked program. */
 		jp_test_unregister(thread_tests, test_dlopen_by_unlinked_program,
 				   "sanitizer build: the runtime must load first");
-	if (jp_test_on_valgrind()) {
+	if (jp_test_on_memcheck()) {
 		/* memcheck keeps no thread caches and no huge cache (a freed
-		 * block must die at once): the behaviour is not there.  (The
-		 * check is for any valgrind tool, as it always was.) */
+		 * block must die at once): the behaviour is not there.
+		 * helgrind and drd run these. */
 		jp_test_unregister(thread_tests, test_bin_grows,
-				   "valgrind: memcheck keeps no thread caches");
+				   "memcheck: no thread caches");
 		jp_test_unregister(memory_tests, test_huge_cache_reuse,
-				   "valgrind: memcheck keeps no huge cache");
+				   "memcheck: no huge cache");
 		/* Reading the freed block is what memcheck reports (it catches
 		 * the double free itself): not a clean run. */
 		jp_test_unregister(misuse_tests, test_double_free,
-				   "valgrind: memcheck reports the read of the freed block");
+				   "memcheck: it reports the read of the freed block");
+	}
+	if (jp_test_on_valgrind()) {
 		/* The exec'd helper would run without valgrind: nothing to
 		 * learn that the native run does not. */
 		jp_test_unregister(misuse_tests, test_check_write_after_free,

@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #if defined(__has_include)
-# if __has_include(<valgrind/valgrind.h>)
+# if __has_include(<valgrind/valgrind.h>) && __has_include(<valgrind/memcheck.h>)
 #  include <valgrind/valgrind.h>
+#  include <valgrind/memcheck.h>
 #  define HAVE_VG 1
 # endif
 #endif
@@ -84,6 +85,21 @@ bool jp_test_on_valgrind(void)
 {
 #ifdef HAVE_VG
 	return RUNNING_ON_VALGRIND != 0;
+#else
+	return getenv("VALGRIND") != NULL;
+#endif
+}
+
+bool jp_test_on_memcheck(void)
+{
+#ifdef HAVE_VG
+	int probe = 0;
+
+	/* A memcheck request: 0 for defined memory under memcheck, the
+	 * default (1) under any other tool. */
+	return RUNNING_ON_VALGRIND != 0 &&
+	       VALGRIND_DO_CLIENT_REQUEST_EXPR(1, VG_USERREQ__CHECK_MEM_IS_DEFINED,
+					       &probe, sizeof probe, 0, 0, 0) == 0;
 #else
 	return getenv("VALGRIND") != NULL;
 #endif

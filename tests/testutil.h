@@ -33,6 +33,9 @@ uint64_t jp_test_scaled(uint64_t n, uint64_t min_n);
 
 /* True under valgrind; true in a -fsanitize build. */
 bool jp_test_on_valgrind(void);
+/* True under valgrind's memcheck (not helgrind or drd): the allocator keeps
+ * no caches there. */
+bool jp_test_on_memcheck(void);
 bool jp_test_sanitized(void);
 
 struct jp_child_result {
