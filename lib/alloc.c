@@ -373,8 +373,7 @@ JP_EXPORT void jp_free(void *p)
 		      jp__reg_get(a) == JP_REG_SMALL)) {
 		const struct jp_slice *sl = jp__slice_of(a);
 
-		/* jp__is_block, from the slice's copy of the span's fields. */
-		if (jp_likely((a + sl->nstart) * sl->divc < sl->limit &&
+		if (jp_likely(jp__block_test(sl->nstart, sl->divc, sl->limit, a) &&
 			      ((uintptr_t *)p)[1] != jp__ag.key)) {
 			struct jp_bin *b = (struct jp_bin *)
 				((char *)jp__tls_heap + sl->binoff);

@@ -242,7 +242,7 @@ struct jp_bin {
 	 * with one add. */
 	uint64_t cn;
 	uint32_t max;		/* the bin's limit now (see bin_overflow) */
-	uint32_t nover;		/* 1: ran dry since its last overflow */
+	uint32_t dry;		/* 1: ran dry since its last overflow */
 	uint64_t nalloc_hi;	/* handed out, folded from cn (48-bit wrap) */
 	uint64_t nrefill;	/* blocks brought in from the class */
 };
@@ -290,9 +290,10 @@ extern __thread struct jp_heap *jp__tls_heap
 	__attribute__((tls_model("initial-exec")));
 
 /*
- * jp__size_class as a constant expression, for the lookup table (which the
- * fast path of jp_alloc reads before any initialisation, so it must not be
- * written at run time).  (n - 1) | 1: the same top bit, and never 0.
+ * The size class of n as a constant expression, so that the lookup table
+ * (which the fast path of jp_alloc reads before any initialisation, so it
+ * must not be written at run time) is built by the compiler from the same
+ * formula as jp__size_class.  (n - 1) | 1: the same top bit, and never 0.
  */
 #define JP_MSB_C(x)	(63 - __builtin_clzll((unsigned long long)(x)))
 #define JP_SIZE_CLASS_C(n) \
@@ -300,14 +301,11 @@ extern __thread struct jp_heap *jp__tls_heap
 	 (unsigned)(4 * (JP_MSB_C(((n) - 1) | 1) - 6) + \
 		    (((n) - 1) >> (JP_MSB_C(((n) - 1) | 1) - 2))))
 
+/* The class of a request of n bytes: 16 bytes apart up to 64, then four
+ * per power of two (2^b < n <= 2^(b+1)). */
 static inline uint32_t jp__size_class(size_t n)
 {
-	unsigned b;
-
-	if (n <= 64)
-		return n == 0 ? 0 : (uint32_t)((n - 1) >> 4);
-	b = 63 - (unsigned)__builtin_clzll(n - 1);	/* 2^b < n <= 2^(b+1) */
-	return 4 * (b - 6) + (uint32_t)((n - 1) >> (b - 2));
+	return JP_SIZE_CLASS_C(n);
 }
 
 static inline size_t jp__class_size(uint32_t cls)
@@ -417,6 +415,13 @@ static inline void *jp__huge_user(const struct jp_huge *h)
 	return (char *)h->base + h->user_off;
 }
 
+/* The test of jp__is_block on its fields (the span's, or a slice's copy). */
+static inline bool jp__block_test(uintptr_t nstart, uint64_t divc, uint64_t limit,
+				  uintptr_t a)
+{
+	return (a + nstart) * divc < limit;
+}
+
 /* True when a is the start of a block of span s. */
 static inline bool jp__is_block(const struct jp_span *s, uintptr_t a)
 {
@@ -431,7 +436,7 @@ static inline bool jp__is_block(const struct jp_span *s, uintptr_t a)
 	 * a >= start (the slice belongs to the span), so off < 2^32.  Free
 	 * slices point to a span with limit 0: nothing is a block there.
 	 */
-	return (a + s->nstart) * s->divc < s->limit;
+	return jp__block_test(s->nstart, s->divc, s->limit, a);
 }
 
 #endif /* JP_ALLOC_INTERNAL_H */

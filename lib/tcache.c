@@ -146,9 +146,6 @@ void jp__tcache_init(void)
 	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
 	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
 	JP_BENIGN_RACE(&live_heaps, sizeof live_heaps, "atomic count of heaps");
-	for (size_t i = 0; i <= JP_LOOKUP_MAX; i++)
-		if (jp__class_lookup[i] != jp__size_class(i) * sizeof(struct jp_bin))
-			jp__die("size class table does not match jp__size_class");
 }
 
 /* Blocks to bring into bin b at a refill: a magazine, more for a bin that
@@ -412,21 +409,16 @@ struct jp_heap *jp__heap_get(void)
 	return h;
 }
 
-static void bin_flush(struct jp_heap *h, uint32_t cls, uint32_t keep)
+/* Give the n newest blocks of bin cls back to their spans. */
+static void bin_give_back(struct jp_heap *h, uint32_t cls, uint32_t n)
 {
 	struct jp_bin *b = &h->bins[cls];
-	uint64_t count = b->max - JP_CN_CREDIT(JP_CNT_LOAD(b->cn));
-	void *rest, **link = &b->head;
 
-	if (count <= keep)
+	if (n == 0)
 		return;
-	for (uint32_t i = 0; i < keep; i++)
-		link = (void **)*link;
-	rest = *link;
-	*link = NULL;
-	class_put_chain(cls, rest, count - keep);
-	JP_CNT_ADD(b->cn, count - keep);
-	JP_CNT_ADD(h->nflush[cls], count - keep);
+	b->head = class_put_chain(cls, b->head, n);
+	JP_CNT_ADD(b->cn, n);
+	JP_CNT_ADD(h->nflush[cls], n);
 }
 
 /* How many bytes each thread's bins may grow by: an equal share of
@@ -464,10 +456,10 @@ static void bin_overflow(struct jp_heap *h, uint32_t cls)
 	struct jp_bin *b = &h->bins[cls];
 	const struct jp_class *k = &jp__classes[cls];
 	uint64_t budget = heap_budget();
-	uint32_t max = b->max, count = max, keep, n;
-	bool dry = b->nover;
+	uint32_t max = b->max, count = max;
+	bool dry = b->dry;
 
-	b->nover = 0;
+	b->dry = 0;
 	if (dry && max < k->cache_max && h->grown < budget) {
 		/* Double, within the class's ceiling and the budget. */
 		uint64_t inc = max, room = (budget - h->grown) / k->bsize;
@@ -488,11 +480,7 @@ static void bin_overflow(struct jp_heap *h, uint32_t cls)
 			dec = max - k->cache_start;
 		max -= dec;
 	}
-	keep = dry ? max / 2 : 0;
-	n = count - keep;
-	b->head = class_put_chain(cls, b->head, n);
-	JP_CNT_ADD(b->cn, n);
-	JP_CNT_ADD(h->nflush[cls], n);
+	bin_give_back(h, cls, count - (dry ? max / 2 : 0));
 	if (max != b->max)
 		bin_set_max(h, b, max, k->bsize);
 }
@@ -502,7 +490,8 @@ void jp__heap_flush(struct jp_heap *h)
 	if (h->is_empty)
 		return;
 	for (uint32_t c = 0; c < JP_NCLASSES; c++)
-		bin_flush(h, c, 0);
+		bin_give_back(h, c, h->bins[c].max -
+			      JP_CN_CREDIT(JP_CNT_LOAD(h->bins[c].cn)));
 }
 
 static void heap_fold(struct jp_heap *h)
@@ -580,7 +569,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		JP_CNT_SET(b->cn, JP_CN_CREDIT(JP_CNT_LOAD(b->cn)));
 	}
 	JP_CNT_ADD(h->nmiss[cls], 1);
-	b->nover = 1;	/* ran dry: the bin may grow at its next overflow */
+	b->dry = 1;	/* the bin may grow at its next overflow */
 	/* Not the double-free key any more (JPSYNC_CHECK looks at it first:
 	 * check_alloc overwrites it). */
 	if (!jp__ag.check)
