@@ -223,13 +223,29 @@ struct jp_class {		/* what a class is (set at start) */
  * thread frees it.
  */
 #define JP_NARENAS	8
+/*
+ * A chain of free blocks that a bin gave back whole, kept as it is so that
+ * another bin of the arena refills from it in one step (tcmalloc's
+ * transfer cache): a block a consumer thread frees reaches a producer with
+ * no walk of its span's free list under the lock.  Its blocks still count
+ * as used in their spans (and in used_blocks).
+ */
+#define JP_XFER_SLOTS	8
+struct jp_chain {
+	void *head, *tail;	/* linked through word 0; tail's link is NULL */
+	uint32_t n;
+};
+
 struct jp_central {
 	struct jp__lock lock;
 	struct jp_span *spans;	/* spans with free blocks (or empty) */
 	uint32_t empty_spans;	/* of them, entirely free */
+	uint32_t nxfer;		/* chains in xfer */
+	uint64_t xfer_blocks;	/* blocks in them */
 	uint64_t used_blocks;	/* blocks out of spans */
 	uint64_t peak_used_blocks;
 	uint64_t nspans;	/* spans held */
+	struct jp_chain xfer[JP_XFER_SLOTS];
 } JP_ALIGNED_CL;
 
 /* ---- thread caches --------------------------------------------------- */

@@ -7,7 +7,7 @@
  * and the refills (nmiss).  The frees of a bin follow from its length:
  *     length = nrefill + frees - nalloc - nflush.
  * Bytes in use are the blocks out of the spans (class counters) less those
- * sitting in thread caches, plus huge blocks.  Nothing here allocates, so
+ * sitting in thread caches and on transfer chains, plus huge blocks.  Nothing here allocates, so
  * the table can be printed at exit and from inside a preloaded malloc.
  */
 #include "alloc_internal.h"
@@ -60,6 +60,7 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 
 			jp__lock(&k->lock);
 			in_spans += k->used_blocks * jp__classes[c].bsize;
+			in_spans -= k->xfer_blocks * jp__classes[c].bsize;
 			classes_peak += k->peak_used_blocks * jp__classes[c].bsize;
 			jp__unlock(&k->lock);
 		}

@@ -8,12 +8,15 @@
  * allocated the block.  The list is bounded: it starts small and grows
  * (bin_overflow) for a thread that both empties and overfills it, within
  * JPSYNC_CACHE_N blocks and the thread's share of JPSYNC_CACHE_BYTES.  When
- * it is full, blocks go back to the spans they came from, under the class
- * lock; an empty list is refilled with a batch (JPSYNC_MAG_SIZE, or more
- * for a grown list) the same way.  So a block freed by another thread
- * travels back to the shared lists in a batch with one lock round trip,
- * with no ABA to guard against (nothing is popped without the lock), and
- * no memory is stranded in a thread that allocates but never frees.
+ * it is full, the blocks it gives back stay linked as one transfer chain
+ * on the class's shared lists (up to JP_XFER_SLOTS chains and XFER_BYTES
+ * per class and arena), and an empty list takes a whole chain back in one
+ * step; beyond that, blocks go back to the spans they came from, under the
+ * class lock, and an empty list is refilled with a batch (JPSYNC_MAG_SIZE,
+ * or more for a grown list) from the spans.  So a block freed by another
+ * thread travels back in a batch with one lock round trip, with no ABA to
+ * guard against (nothing is popped without the lock), and no memory is
+ * stranded in a thread that allocates but never frees.
  *
  * A span whose blocks are all back is given to its segment (one empty
  * one-slice span is kept per class and arena so that a class that keeps
@@ -45,6 +48,8 @@ static _Atomic unsigned live_heaps;	/* written under the heap lock */
 #define BIN_MAX_BYTES	((size_t)512 << 10)
 #define BIN_BLOCK_MAX	((size_t)32 << 10)
 #define REFILL_MAX	256
+/* The most that a class's transfer chains of one arena may hold. */
+#define XFER_BYTES	((size_t)64 << 10)
 /* Bin offsets by request size, for sizes up to JP_LOOKUP_MAX: indexed by
  * the size itself, so that jp_alloc needs no rounding before the load. */
 #define L(i) ((uint16_t)(JP_SIZE_CLASS_C((i) * 16ull) * sizeof(struct jp_bin)))
@@ -210,18 +215,28 @@ static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t c
 }
 
 /*
- * Take up to want blocks of class cls from its spans, linked through word 0
- * (the last one, *last, has a garbage link); returns the count, 0 when
- * out of memory.
+ * Take up to want blocks of class cls, linked through word 0 (the last
+ * one, *last, has a garbage link); returns the count, 0 when out of
+ * memory.  A transfer chain of at most fit blocks comes whole, however
+ * long; else the blocks come from the spans.
  */
 static uint32_t class_take(unsigned arena, uint32_t cls, uint32_t want,
-			   void **out, void **last)
+			   uint32_t fit, void **out, void **last)
 {
 	struct jp_central *k = &jp__central[arena][cls];
 	void *head = NULL, **tail = &head;
 	uint32_t got = 0;
 
 	jp__lock(&k->lock);
+	if (k->nxfer > 0 && k->xfer[k->nxfer - 1].n <= fit) {
+		struct jp_chain c = k->xfer[--k->nxfer];
+
+		k->xfer_blocks -= c.n;
+		jp__unlock(&k->lock);
+		*out = c.head;
+		*last = c.tail;
+		return c.n;
+	}
 	while (got < want) {
 		struct jp_span *s = k->spans;
 		void *b;
@@ -409,16 +424,52 @@ struct jp_heap *jp__heap_get(void)
 	return h;
 }
 
-/* Give the n newest blocks of bin cls back to their spans. */
-static void bin_give_back(struct jp_heap *h, uint32_t cls, uint32_t n)
+/*
+ * Keep the first n blocks of the chain head of class cls whole, on the
+ * transfer chains of the arena of its first block, if they have room.
+ * Returns the rest of the chain, or head itself when there is no room.
+ */
+static void *xfer_put(uint32_t cls, void *head, uint32_t n)
+{
+	struct jp_central *k = &jp__central[jp__span_of((uintptr_t)head)->arena][cls];
+	void *tail = head, *rest = head;
+
+	jp__lock(&k->lock);
+	if (k->nxfer < JP_XFER_SLOTS &&
+	    (k->xfer_blocks + n) * jp__classes[cls].bsize <= XFER_BYTES) {
+		/* The freeing thread's own cache lines: a short walk. */
+		for (uint32_t i = 1; i < n; i++)
+			tail = *(void **)tail;
+		rest = *(void **)tail;
+		*(void **)tail = NULL;
+		k->xfer[k->nxfer++] = (struct jp_chain){ head, tail, n };
+		k->xfer_blocks += n;
+	}
+	jp__unlock(&k->lock);
+	return rest;
+}
+
+/*
+ * Give the n newest blocks of bin cls back: as one transfer chain if
+ * whole is set and there is room (a bin that overflows; the blocks' cache
+ * lines stay where they are until a refill takes them), else to their
+ * spans (a thread's exit or flush: spans that empty can be released).
+ */
+static void bin_give_back(struct jp_heap *h, uint32_t cls, uint32_t n,
+			  bool whole)
 {
 	struct jp_bin *b = &h->bins[cls];
+	void *rest;
 
 	if (n == 0)
 		return;
-	b->head = class_put_chain(cls, b->head, n);
 	JP_CNT_ADD(b->cn, n);
 	JP_CNT_ADD(h->nflush[cls], n);
+	if (whole && (rest = xfer_put(cls, b->head, n)) != b->head) {
+		b->head = rest;
+		return;
+	}
+	b->head = class_put_chain(cls, b->head, n);
 }
 
 /* How many bytes each thread's bins may grow by: an equal share of
@@ -480,7 +531,7 @@ static void bin_overflow(struct jp_heap *h, uint32_t cls)
 			dec = max - k->cache_start;
 		max -= dec;
 	}
-	bin_give_back(h, cls, count - (dry ? max / 2 : 0));
+	bin_give_back(h, cls, count - (dry ? max / 2 : 0), true);
 	if (max != b->max)
 		bin_set_max(h, b, max, k->bsize);
 }
@@ -491,7 +542,7 @@ void jp__heap_flush(struct jp_heap *h)
 		return;
 	for (uint32_t c = 0; c < JP_NCLASSES; c++)
 		bin_give_back(h, c, h->bins[c].max -
-			      JP_CN_CREDIT(JP_CNT_LOAD(h->bins[c].cn)));
+			      JP_CN_CREDIT(JP_CNT_LOAD(h->bins[c].cn)), false);
 }
 
 static void heap_fold(struct jp_heap *h)
@@ -550,7 +601,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	 * are few per span, and spread over the arenas their spans would
 	 * rarely empty (a lock round trip is cheap next to such a block). */
 	got = class_take(jp__classes[cls].bsize > BIN_BLOCK_MAX ? 0 : h->arena,
-			 cls, refill_want(b), &chain, &tail);
+			 cls, refill_want(b), b->max, &chain, &tail);
 	if (got == 0) {
 		errno = ENOMEM;
 		return NULL;
@@ -619,6 +670,25 @@ bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s)
 			if (q == p)
 				return true;
 	}
+	/* The transfer chains of the class, in every arena (a chain goes to
+	 * the arena of its first block). */
+	for (unsigned a = 0; a < JP_NARENAS && !found; a++) {
+		struct jp_central *x = &jp__central[a][s->cls];
+
+		jp__lock(&x->lock);
+		for (uint32_t i = 0; i < x->nxfer && !found; i++) {
+			n = 0;
+			for (void *q = x->xfer[i].head; q != NULL && n < x->xfer[i].n;
+			     q = *(void **)q, n++)
+				if (q == p) {
+					found = true;
+					break;
+				}
+		}
+		jp__unlock(&x->lock);
+	}
+	if (found)
+		return true;
 	jp__lock(&k->lock);
 	n = 0;
 	for (void *q = s->free; q != NULL && n < s->nblocks; n++) {
@@ -638,10 +708,32 @@ bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s)
 	return found;
 }
 
+/* Send every transfer chain back to its spans. */
+static void xfer_drain(void)
+{
+	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++) {
+		struct jp_central *k = &jp__central[i / JP_NCLASSES][i % JP_NCLASSES];
+		struct jp_chain c[JP_XFER_SLOTS];
+		uint32_t n;
+
+		jp__lock(&k->lock);
+		n = k->nxfer;
+		memcpy(c, k->xfer, n * sizeof c[0]);
+		k->nxfer = 0;
+		k->xfer_blocks = 0;
+		jp__unlock(&k->lock);
+		/* Outside the lock: class_put_chain takes the locks of the
+		 * blocks' arenas, this one among them. */
+		for (uint32_t j = 0; j < n; j++)
+			class_put_chain(i % JP_NCLASSES, c[j].head, c[j].n);
+	}
+}
+
 size_t jp__classes_trim(void)
 {
 	size_t total = 0;
 
+	xfer_drain();
 	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++) {
 		struct jp_central *k = &jp__central[i / JP_NCLASSES][i % JP_NCLASSES];
 		struct jp_span *s, *next;

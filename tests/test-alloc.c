@@ -1287,6 +1287,33 @@ static void do_double_free_flushed(void *p)
 	jp_free(p);
 }
 
+/* In a thread of its own (whose bin never ran dry): free v[0..32], so
+ * that the bin overflows at the 33rd and gives back the 32 it holds, v[0]
+ * among them, as one transfer chain. */
+static void *free_33(void *arg)
+{
+	void **v = arg;
+
+	for (int i = 0; i < 33; i++)
+		jp_free(v[i]);
+	return NULL;
+}
+
+static void do_double_free_transferred(void *p)
+{
+	void *v[33];
+	pthread_t t;
+
+	v[0] = p;
+	for (int i = 1; i < 33; i++)
+		v[i] = jp_alloc(64);
+	jp_alloc_trim();	/* no transfer chains from before: room for one */
+	if (pthread_create(&t, NULL, free_33, v) != 0)
+		return;
+	pthread_join(t, NULL);
+	jp_free(p);	/* found on the chain */
+}
+
 static void test_invalid_free_stack(void)
 {
 	char local[64] = { 0 };
@@ -1328,6 +1355,7 @@ static void test_double_free(void)
 	expect_die(do_double_free, p, "double free", p);
 	expect_die(do_double_free, q, "double free", q);
 	expect_die(do_double_free_flushed, p, "double free", p);
+	expect_die(do_double_free_transferred, p, "double free", p);
 	jp_free(p);
 	jp_free(q);
 }
@@ -1671,7 +1699,7 @@ static CU_TestInfo misuse_tests[] = {
 	{ "invalid free: stack address", test_invalid_free_stack },
 	{ "invalid free: the C library's pointer, a static", test_invalid_free_foreign },
 	{ "invalid free: offset, unaligned, past the end", test_invalid_free_offset_and_unaligned },
-	{ "double free (in the cache, and flushed)", test_double_free },
+	{ "double free (in the cache, flushed, on a transfer chain)", test_double_free },
 	{ "JPSYNC_CHECK=1: a correct program runs", test_check_ok },
 	{ "JPSYNC_CHECK=1: write after free", test_check_write_after_free },
 	{ "JPSYNC_CHECK=1: overflow past the end", test_check_overflow },
