@@ -232,7 +232,7 @@ struct jp_class {		/* what a class is (set at start) */
  */
 #define JP_XFER_SLOTS	8
 struct jp_chain {
-	void *head, *tail;	/* linked through word 0; tail's link is NULL */
+	void *head;		/* linked through word 0, the n-th link NULL */
 	uint32_t n;
 };
 

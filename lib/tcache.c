@@ -216,9 +216,10 @@ static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t c
 
 /*
  * Take up to want blocks of class cls, linked through word 0 (the last
- * one, *last, has a garbage link); returns the count, 0 when out of
- * memory.  A transfer chain of at most fit blocks comes whole, however
- * long; else the blocks come from the spans.
+ * one, *last, has a garbage link; *last is NULL when the chain ends in a
+ * NULL link already); returns the count, 0 when out of memory.  A
+ * transfer chain of at most fit blocks comes whole, however long; else
+ * the blocks come from the spans.
  */
 static uint32_t class_take(unsigned arena, uint32_t cls, uint32_t want,
 			   uint32_t fit, void **out, void **last)
@@ -234,7 +235,7 @@ static uint32_t class_take(unsigned arena, uint32_t cls, uint32_t want,
 		k->xfer_blocks -= c.n;
 		jp__unlock(&k->lock);
 		*out = c.head;
-		*last = c.tail;
+		*last = NULL;
 		return c.n;
 	}
 	while (got < want) {
@@ -427,22 +428,28 @@ struct jp_heap *jp__heap_get(void)
 /*
  * Keep the first n blocks of the chain head of class cls whole, on the
  * transfer chains of the arena of its first block, if they have room.
- * Returns the rest of the chain, or head itself when there is no room.
+ * all: the chain has n blocks and ends in a NULL link (a whole bin), so
+ * there is nothing to cut.  Returns the rest of the chain, or head itself
+ * when there is no room.
  */
-static void *xfer_put(uint32_t cls, void *head, uint32_t n)
+static void *xfer_put(uint32_t cls, void *head, uint32_t n, bool all)
 {
 	struct jp_central *k = &jp__central[jp__span_of((uintptr_t)head)->arena][cls];
-	void *tail = head, *rest = head;
+	void *rest = head;
 
 	jp__lock(&k->lock);
 	if (k->nxfer < JP_XFER_SLOTS &&
 	    (k->xfer_blocks + n) * jp__classes[cls].bsize <= XFER_BYTES) {
-		/* The freeing thread's own cache lines: a short walk. */
-		for (uint32_t i = 1; i < n; i++)
-			tail = *(void **)tail;
-		rest = *(void **)tail;
-		*(void **)tail = NULL;
-		k->xfer[k->nxfer++] = (struct jp_chain){ head, tail, n };
+		rest = NULL;
+		if (!all) {
+			void *tail = head;
+
+			for (uint32_t i = 1; i < n; i++)
+				tail = *(void **)tail;
+			rest = *(void **)tail;
+			*(void **)tail = NULL;
+		}
+		k->xfer[k->nxfer++] = (struct jp_chain){ head, n };
 		k->xfer_blocks += n;
 	}
 	jp__unlock(&k->lock);
@@ -459,13 +466,14 @@ static void bin_give_back(struct jp_heap *h, uint32_t cls, uint32_t n,
 			  bool whole)
 {
 	struct jp_bin *b = &h->bins[cls];
+	bool all = n == b->max - JP_CN_CREDIT(JP_CNT_LOAD(b->cn));
 	void *rest;
 
 	if (n == 0)
 		return;
 	JP_CNT_ADD(b->cn, n);
 	JP_CNT_ADD(h->nflush[cls], n);
-	if (whole && (rest = xfer_put(cls, b->head, n)) != b->head) {
+	if (whole && (rest = xfer_put(cls, b->head, n, all)) != b->head) {
 		b->head = rest;
 		return;
 	}
@@ -609,7 +617,8 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	blk = chain;
 	if (got > 1) {
 		b->head = *(void **)blk;
-		*(void **)tail = NULL;
+		if (tail != NULL)
+			*(void **)tail = NULL;
 		JP_CNT_ADD(b->cn, -(uint64_t)(got - 1));
 	}
 	JP_CNT_ADD(b->nrefill, got);
