@@ -357,7 +357,9 @@ extern _Atomic int jp__alloc_state;	/* 0 none, 1 running, 2 ready */
 
 /* "segment.c" */
 extern struct jp__lock jp__seg_lock;
-struct jp_span *jp__span_alloc(uint32_t nslices);	/* under class lock */
+/* Under a class lock; NULL when there is no room (and !may_map) or no
+ * memory. */
+struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map);
 void jp__span_release(struct jp_span *s);
 void *jp__huge_alloc(size_t size, size_t align, bool zero);
 size_t jp__huge_trim(void);	/* empties the huge cache */

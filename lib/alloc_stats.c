@@ -21,7 +21,7 @@
 void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 {
 	uint64_t cm[JP_NCLASSES] = { 0 };
-	uint64_t cached = 0, misses = 0, classes_peak = 0, in_spans = 0;
+	uint64_t cached = 0, misses = 0, classes_peak = 0, in_spans = 0, chained = 0;
 
 	memset(st, 0, sizeof *st);
 	st->size = sizeof *st;
@@ -60,7 +60,7 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 
 			jp__lock(&k->lock);
 			in_spans += k->used_blocks * jp__classes[c].bsize;
-			in_spans -= k->xfer_blocks * jp__classes[c].bsize;
+			chained += k->xfer_blocks * jp__classes[c].bsize;
 			classes_peak += k->peak_used_blocks * jp__classes[c].bsize;
 			jp__unlock(&k->lock);
 		}
@@ -76,7 +76,8 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 	st->huge_bytes = atomic_load_explicit(&jp__ag.huge_bytes, memory_order_relaxed);
 	st->allocs += atomic_load_explicit(&jp__ag.huge_allocs, memory_order_relaxed);
 	st->frees += atomic_load_explicit(&jp__ag.huge_frees, memory_order_relaxed);
-	st->in_use = (in_spans >= cached ? in_spans - cached : 0) + st->huge_bytes;
+	st->in_use = (in_spans >= cached + chained ?
+		     in_spans - cached - chained : 0) + st->huge_bytes;
 	/* Sampled: the per-class peaks, each counting cached blocks as used,
 	 * so an upper bound of the true peak. */
 	st->peak_in_use = classes_peak + st->huge_bytes;

@@ -143,7 +143,7 @@ static size_t purge_all(void)
 	return total;
 }
 
-struct jp_span *jp__span_alloc(uint32_t nslices)
+struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map)
 {
 	struct jp_segment *seg;
 	struct jp_span *s;
@@ -157,7 +157,7 @@ struct jp_span *jp__span_alloc(uint32_t nslices)
 			break;
 	}
 	if (seg == NULL) {
-		seg = segment_new();
+		seg = may_map ? segment_new() : NULL;
 		if (seg == NULL) {
 			jp__unlock(&jp__seg_lock);
 			return NULL;

@@ -10,13 +10,15 @@
  * JPSYNC_CACHE_N blocks and the thread's share of JPSYNC_CACHE_BYTES.  When
  * it is full, the blocks it gives back stay linked as one transfer chain
  * on the class's shared lists (up to JP_XFER_SLOTS chains and XFER_BYTES
- * per class and arena), and an empty list takes a whole chain back in one
- * step; beyond that, blocks go back to the spans they came from, under the
- * class lock, and an empty list is refilled with a batch (JPSYNC_MAG_SIZE,
- * or more for a grown list) from the spans.  So a block freed by another
- * thread travels back in a batch with one lock round trip, with no ABA to
- * guard against (nothing is popped without the lock), and no memory is
- * stranded in a thread that allocates but never frees.
+ * per class and arena; the chains of an arena whose last thread exits are
+ * undone), and an empty list takes a whole chain back in one step (the
+ * front of one too long for it); otherwise blocks go back to the spans
+ * they came from, under the class lock, and an empty list is refilled
+ * with a batch (JPSYNC_MAG_SIZE, or more for a grown list) from the
+ * spans.  So a block freed by another thread travels back in a batch with
+ * one lock round trip, with no ABA to guard against (nothing is popped
+ * without the lock), and no memory is stranded in a thread that allocates
+ * but never frees.
  *
  * A span whose blocks are all back is given to its segment (one empty
  * one-slice span is kept per class and arena so that a class that keeps
@@ -39,6 +41,7 @@ struct jp_central jp__central[JP_NARENAS][JP_NCLASSES];
 static unsigned narenas = 1;		/* in use: 4 per CPU, at most 8 */
 static unsigned next_arena;		/* heap lock */
 static _Atomic unsigned live_heaps;	/* written under the heap lock */
+static _Atomic unsigned arena_heaps[JP_NARENAS];	/* the same, per arena */
 
 /* Bin limits (see jp__tcache_init and bin_overflow). */
 #define BIN_START	32
@@ -140,9 +143,12 @@ void jp__tcache_init(void)
 	/* The lock words are atomics, which helgrind and drd do not see;
 	 * the locks' happens-before annotations order what they protect. */
 	for (unsigned a = 0; a < JP_NARENAS; a++)
-		for (uint32_t c = 0; c < JP_NCLASSES; c++)
+		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 			JP_BENIGN_RACE(&jp__central[a][c].lock, sizeof(struct jp__lock),
 				       "lock word");
+			JP_BENIGN_RACE(&jp__central[a][c].nxfer, sizeof(uint32_t),
+				       "read without the lock by xfer_drain");
+		}
 	narenas = jp__os_cpu_count() * 4;
 	if (narenas < 1)
 		narenas = 1;
@@ -151,6 +157,7 @@ void jp__tcache_init(void)
 	JP_BENIGN_RACE(&jp__seg_lock, sizeof(struct jp__lock), "lock word");
 	JP_BENIGN_RACE(&jp__heap_lock, sizeof(struct jp__lock), "lock word");
 	JP_BENIGN_RACE(&live_heaps, sizeof live_heaps, "atomic count of heaps");
+	JP_BENIGN_RACE(arena_heaps, sizeof arena_heaps, "atomic counts of heaps");
 }
 
 /* Blocks to bring into bin b at a refill: a magazine, more for a bin that
@@ -189,10 +196,11 @@ static void span_unlink(struct jp_central *k, struct jp_span *s)
 	s->in_list = 0;
 }
 
-static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t cls)
+static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t cls,
+			       bool may_map)
 {
 	const struct jp_class *kc = &jp__classes[cls];
-	struct jp_span *s = jp__span_alloc(kc->nslices);
+	struct jp_span *s = jp__span_alloc(kc->nslices, may_map);
 
 	if (s == NULL)
 		return NULL;
@@ -214,6 +222,8 @@ static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t c
 	return s;
 }
 
+static void xfer_drain(unsigned a);
+
 /*
  * Take up to want blocks of class cls, linked through word 0 (the last
  * one, *last, has a garbage link; *last is NULL when the chain ends in a
@@ -227,23 +237,58 @@ static uint32_t class_take(unsigned arena, uint32_t cls, uint32_t want,
 	struct jp_central *k = &jp__central[arena][cls];
 	void *head = NULL, **tail = &head;
 	uint32_t got = 0;
+	bool drained = false;
 
 	jp__lock(&k->lock);
-	if (k->nxfer > 0 && k->xfer[k->nxfer - 1].n <= fit) {
-		struct jp_chain c = k->xfer[--k->nxfer];
+	for (uint32_t i = k->nxfer; i-- > 0;) {
+		struct jp_chain c = k->xfer[i];
 
+		if (c.n > fit)
+			continue;	/* from a grown bin: another may take it */
+		JP_CNT_SET(k->nxfer, k->nxfer - 1);
+		memmove(&k->xfer[i], &k->xfer[i + 1], (k->nxfer - i) * sizeof c);
 		k->xfer_blocks -= c.n;
 		jp__unlock(&k->lock);
 		*out = c.head;
 		*last = NULL;
 		return c.n;
 	}
+	if (k->nxfer > 0) {
+		/* Only chains too long for this bin: take the front of the
+		 * newest, so that chains nobody can take whole still go. */
+		struct jp_chain *c = &k->xfer[k->nxfer - 1];
+		void *b = c->head;
+
+		for (got = 1; got < want; got++)
+			b = *(void **)b;
+		*out = c->head;
+		*last = b;
+		c->head = *(void **)b;
+		c->n -= got;
+		k->xfer_blocks -= got;
+		jp__unlock(&k->lock);
+		return got;
+	}
 	while (got < want) {
 		struct jp_span *s = k->spans;
 		void *b;
 
-		if (s == NULL && (s = span_new(k, arena, cls)) == NULL)
-			break;
+		if (s == NULL && (s = span_new(k, arena, cls, drained)) == NULL) {
+			if (drained)
+				break;	/* out of memory */
+			/*
+			 * No room left in the segments.  Before a new one is
+			 * mapped, the transfer chains go back to their spans:
+			 * their blocks may be all that keeps some spans from
+			 * being given to their segments for this class.
+			 */
+			jp__unlock(&k->lock);
+			for (unsigned a = 0; a < JP_NARENAS; a++)
+				xfer_drain(a);
+			drained = true;
+			jp__lock(&k->lock);
+			continue;
+		}
 		if (s->used == 0)
 			k->empty_spans--;
 		while (got < want) {
@@ -333,6 +378,30 @@ static void *class_put_chain(uint32_t cls, void *head, size_t n)
 	return head;
 }
 
+/* Send the transfer chains of arena a back to their spans. */
+static void xfer_drain(unsigned a)
+{
+	for (uint32_t cls = 0; cls < JP_NCLASSES; cls++) {
+		struct jp_central *k = &jp__central[a][cls];
+		struct jp_chain c[JP_XFER_SLOTS];
+		uint32_t n;
+
+		/* Read without the lock: most classes have no chain, and a
+		 * drain before each new segment should cost next to nothing
+		 * then.  A chain kept meanwhile waits for the next drain. */
+		if (JP_CNT_LOAD(k->nxfer) == 0)
+			continue;
+		jp__lock(&k->lock);
+		n = k->nxfer;
+		memcpy(c, k->xfer, n * sizeof c[0]);
+		JP_CNT_SET(k->nxfer, 0);
+		k->xfer_blocks = 0;
+		jp__unlock(&k->lock);
+		for (uint32_t j = 0; j < n; j++)
+			class_put_chain(cls, c[j].head, c[j].n);
+	}
+}
+
 /* ---- heaps ------------------------------------------------------------ */
 
 static void key_init(void)
@@ -410,6 +479,9 @@ struct jp_heap *jp__heap_get(void)
 	atomic_store_explicit(&live_heaps, atomic_load_explicit(&live_heaps,
 			      memory_order_relaxed) + 1, memory_order_relaxed);
 	h->arena = (uint8_t)(next_arena++ % narenas);
+	atomic_store_explicit(&arena_heaps[h->arena], atomic_load_explicit(
+			      &arena_heaps[h->arena], memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	h->next = jp__heaps;
 	h->prev = NULL;
 	if (jp__heaps != NULL)
@@ -427,31 +499,41 @@ struct jp_heap *jp__heap_get(void)
 
 /*
  * Keep the first n blocks of the chain head of class cls whole, on the
- * transfer chains of the arena of its first block, if they have room.
- * all: the chain has n blocks and ends in a NULL link (a whole bin), so
- * there is nothing to cut.  Returns the rest of the chain, or head itself
- * when there is no room.
+ * transfer chains of the arena of its first block, if there is room and a
+ * thread of that arena to take them (the chains of an arena are undone
+ * when its last thread exits).  all: the chain has n blocks and ends in a
+ * NULL link (a whole bin), so there is nothing to cut.  Returns the rest
+ * of the chain, or head itself when it was not kept.
  */
 static void *xfer_put(uint32_t cls, void *head, uint32_t n, bool all)
 {
-	struct jp_central *k = &jp__central[jp__span_of((uintptr_t)head)->arena][cls];
-	void *rest = head;
+	unsigned arena = jp__span_of((uintptr_t)head)->arena;
+	struct jp_central *k = &jp__central[arena][cls];
+	uint64_t bs = jp__classes[cls].bsize;
+	void *rest = NULL;
 
+	/* relaxed: a hint; a chain kept just as the arena's last thread
+	 * exits waits for the arena's next thread, or jp_alloc_trim. */
+	if (atomic_load_explicit(&arena_heaps[arena], memory_order_relaxed) == 0)
+		return head;
 	jp__lock(&k->lock);
-	if (k->nxfer < JP_XFER_SLOTS &&
-	    (k->xfer_blocks + n) * jp__classes[cls].bsize <= XFER_BYTES) {
-		rest = NULL;
-		if (!all) {
-			void *tail = head;
-
-			for (uint32_t i = 1; i < n; i++)
-				tail = *(void **)tail;
-			rest = *(void **)tail;
-			*(void **)tail = NULL;
-		}
-		k->xfer[k->nxfer++] = (struct jp_chain){ head, n };
-		k->xfer_blocks += n;
+	if (k->nxfer == JP_XFER_SLOTS || (k->xfer_blocks + n) * bs > XFER_BYTES) {
+		/* Full: the blocks' own cache lines are hot here, the
+		 * chains' are not; the blocks go to their spans. */
+		jp__unlock(&k->lock);
+		return head;
 	}
+	if (!all) {
+		void *tail = head;
+
+		for (uint32_t i = 1; i < n; i++)
+			tail = *(void **)tail;
+		rest = *(void **)tail;
+		*(void **)tail = NULL;
+	}
+	k->xfer[k->nxfer] = (struct jp_chain){ head, n };
+	JP_CNT_SET(k->nxfer, k->nxfer + 1);
+	k->xfer_blocks += n;
 	jp__unlock(&k->lock);
 	return rest;
 }
@@ -496,7 +578,7 @@ static void bin_set_max(struct jp_heap *h, struct jp_bin *b, uint32_t max,
 	uint32_t count = b->max - JP_CN_CREDIT(cn);
 
 	h->grown = h->grown + (uint64_t)max * bsize - (uint64_t)b->max * bsize;
-	b->max = max;
+	JP_CNT_SET(b->max, max);	/* read by the statistics */
 	JP_CNT_SET(b->cn, (cn & ~(uint64_t)0xffff) + (max - count));
 }
 
@@ -571,6 +653,7 @@ static void heap_fold(struct jp_heap *h)
 static void heap_destroy(void *arg)
 {
 	struct jp_heap *h = arg;
+	unsigned arena = h->arena, left;
 
 	jp__heap_flush(h);
 	jp__tls_heap = &jp__empty_heap;
@@ -579,6 +662,8 @@ static void heap_destroy(void *arg)
 	h->live = 0;
 	atomic_store_explicit(&live_heaps, atomic_load_explicit(&live_heaps,
 			      memory_order_relaxed) - 1, memory_order_relaxed);
+	left = atomic_load_explicit(&arena_heaps[arena], memory_order_relaxed) - 1;
+	atomic_store_explicit(&arena_heaps[arena], left, memory_order_relaxed);
 	if (h->prev != NULL)
 		h->prev->next = h->next;
 	else
@@ -588,6 +673,10 @@ static void heap_destroy(void *arg)
 	h->next = free_heaps;
 	free_heaps = h;
 	jp__unlock(&jp__heap_lock);
+	/* No thread of this arena left to take its chains (xfer_put keeps
+	 * no more there until one comes). */
+	if (left == 0)
+		xfer_drain(arena);
 }
 
 /* ---- slow paths ------------------------------------------------------ */
@@ -717,32 +806,12 @@ bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s)
 	return found;
 }
 
-/* Send every transfer chain back to its spans. */
-static void xfer_drain(void)
-{
-	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++) {
-		struct jp_central *k = &jp__central[i / JP_NCLASSES][i % JP_NCLASSES];
-		struct jp_chain c[JP_XFER_SLOTS];
-		uint32_t n;
-
-		jp__lock(&k->lock);
-		n = k->nxfer;
-		memcpy(c, k->xfer, n * sizeof c[0]);
-		k->nxfer = 0;
-		k->xfer_blocks = 0;
-		jp__unlock(&k->lock);
-		/* Outside the lock: class_put_chain takes the locks of the
-		 * blocks' arenas, this one among them. */
-		for (uint32_t j = 0; j < n; j++)
-			class_put_chain(i % JP_NCLASSES, c[j].head, c[j].n);
-	}
-}
-
 size_t jp__classes_trim(void)
 {
 	size_t total = 0;
 
-	xfer_drain();
+	for (unsigned a = 0; a < JP_NARENAS; a++)
+		xfer_drain(a);
 	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++) {
 		struct jp_central *k = &jp__central[i / JP_NCLASSES][i % JP_NCLASSES];
 		struct jp_span *s, *next;

@@ -761,6 +761,17 @@ static void bulk_body(void *ctx, unsigned t, uint64_t iter)
 	pthread_mutex_unlock(&m->lock);
 	if (old != NULL)
 		bulk_free_batch(m, old, 0);
+	if (t == 0 && iter % 4 == 0) {
+		/* Statistics and trims while chains of blocks of several
+		 * arenas come and go: in_use stays within what is mapped
+		 * (it once wrapped below zero). */
+		struct jp_alloc_stats st;
+
+		if (jp_alloc_stats(&st, sizeof st) != 0 || st.in_use > st.mapped)
+			atomic_fetch_add(&m->bad, 1);
+		if (iter % 16 == 0)
+			jp_alloc_trim();
+	}
 }
 
 static void test_bulk_under_contention(void)
@@ -819,11 +830,14 @@ static void test_cache_bytes_bound(void)
 	CU_ASSERT(c <= start);
 	c = bulk_cached("JPSYNC_CACHE_BYTES=1M");
 	CU_ASSERT(c <= (1 << 20) + start);
-	/* Room for every thread's whole round: all of it stays cached. */
+	/* Room for every thread's whole round: nearly all of it stays
+	 * cached.  Not quite all: a bin that took a whole transfer chain
+	 * (another thread's overflow) in an early round may overflow in a
+	 * late one and give back half; so one thread's round of slack. */
 	c = bulk_cached("JPSYNC_CACHE_BYTES=64M");
 	CU_ASSERT(c <= (64 << 20) + start);
 	if (!jp_test_on_valgrind())
-		CU_ASSERT(c >= 16 * 4096 * 80);
+		CU_ASSERT(c >= 15 * 4096 * 80);
 }
 
 /* A stress mix: threads allocate blocks of random sizes, keep some,
@@ -1469,6 +1483,71 @@ static void test_cross_class_reuse(void)
 	jp_alloc_trim();
 }
 
+/* Free the n blocks of v in a shuffled order (a consumer thread). */
+struct shuffled {
+	void **v;
+	size_t n;
+};
+
+static void *free_shuffled(void *arg)
+{
+	struct shuffled *a = arg;
+	uint64_t s = 88172645463325252ull;
+
+	for (size_t i = a->n - 1; i > 0; i--) {
+		size_t j;
+		void *t;
+
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		j = (size_t)(s % (i + 1));
+		t = a->v[i];
+		a->v[i] = a->v[j];
+		a->v[j] = t;
+	}
+	for (size_t i = 0; i < a->n; i++)
+		jp_free(a->v[i]);
+	return NULL;
+}
+
+/*
+ * Blocks that another thread freed in random order sit on transfer chains
+ * of the allocating thread's arena, a few hundred of them, one in almost
+ * every span of their class.  Before a new segment is mapped for another
+ * class, the chains go back, so the spans they kept serve that class.
+ */
+static void test_chains_release_spans(void)
+{
+	struct shuffled a = { .n = (8 * MiB) / 64 };
+	size_t m = (6 * MiB) / 4096;
+	struct jp_alloc_stats st0, st1;
+	void **w = malloc(m * sizeof *w);
+	pthread_t t;
+
+	a.v = malloc(a.n * sizeof *a.v);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a.v);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	jp_alloc_trim();	/* little spare room in the segments */
+	for (size_t i = 0; i < a.n; i++)
+		CU_ASSERT_PTR_NOT_NULL_FATAL(a.v[i] = jp_alloc(64));
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, free_shuffled, &a), 0);
+	pthread_join(t, NULL);
+	jp_thread_flush();
+	stats(&st0);
+	for (size_t i = 0; i < m; i++)
+		CU_ASSERT_PTR_NOT_NULL_FATAL(w[i] = jp_alloc(4096));
+	stats(&st1);
+	/* The 8 MiB of 64-byte spans serve the 6 MiB of 4 KiB blocks: no
+	 * new segment. */
+	CU_ASSERT(st1.mapped < st0.mapped + 4 * MiB);
+	for (size_t i = 0; i < m; i++)
+		jp_free(w[i]);
+	free(w);
+	free(a.v);
+	jp_alloc_trim();
+}
+
 /* mincore fails with ENOMEM on a page that is not mapped. */
 static bool page_unmapped(const void *p)
 {
@@ -1689,6 +1768,7 @@ static CU_TestInfo memory_tests[] = {
 	{ "trim after 1 GiB in small blocks: RSS < 10% of peak", test_trim_gives_back },
 	{ "jp_alloc_trim returns the bytes given back, as the RSS drop", test_trim_returns_bytes },
 	{ "memory freed in one class serves another", test_cross_class_reuse },
+	{ "transfer chains do not keep spans from another class", test_chains_release_spans },
 	{ "fork() racing getline and fflush(NULL) in other threads: no deadlock", test_fork_stdio },
 	{ "huge blocks are unmapped on free (beyond the cache, or by the trim)", test_huge_unmapped_on_free },
 	{ "the huge cache: a freed mapping serves the next huge block", test_huge_cache_reuse },
