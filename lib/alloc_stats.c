@@ -7,8 +7,9 @@
  * and the refills (nmiss).  The frees of a bin follow from its length:
  *     length = nrefill + frees - nalloc - nflush.
  * Bytes in use are the blocks out of the spans (class counters) less those
- * sitting in thread caches and on transfer chains, plus huge blocks.  Nothing here allocates, so
- * the table can be printed at exit and from inside a preloaded malloc.
+ * sitting in thread caches and on transfer chains, plus huge blocks.
+ * Nothing here allocates, so the table can be printed at exit and from
+ * inside a preloaded malloc.
  */
 #include "alloc_internal.h"
 #include "options.h"

@@ -222,7 +222,7 @@ static struct jp_span *span_new(struct jp_central *k, unsigned arena, uint32_t c
 	return s;
 }
 
-static void xfer_drain(unsigned a);
+static void xfer_drain_all(void);
 
 /*
  * Take up to want blocks of class cls, linked through word 0 (the last
@@ -283,8 +283,7 @@ static uint32_t class_take(unsigned arena, uint32_t cls, uint32_t want,
 			 * being given to their segments for this class.
 			 */
 			jp__unlock(&k->lock);
-			for (unsigned a = 0; a < JP_NARENAS; a++)
-				xfer_drain(a);
+			xfer_drain_all();
 			drained = true;
 			jp__lock(&k->lock);
 			continue;
@@ -400,6 +399,12 @@ static void xfer_drain(unsigned a)
 		for (uint32_t j = 0; j < n; j++)
 			class_put_chain(cls, c[j].head, c[j].n);
 	}
+}
+
+static void xfer_drain_all(void)
+{
+	for (unsigned a = 0; a < JP_NARENAS; a++)
+		xfer_drain(a);
 }
 
 /* ---- heaps ------------------------------------------------------------ */
@@ -810,8 +815,7 @@ size_t jp__classes_trim(void)
 {
 	size_t total = 0;
 
-	for (unsigned a = 0; a < JP_NARENAS; a++)
-		xfer_drain(a);
+	xfer_drain_all();
 	for (unsigned i = 0; i < JP_NARENAS * JP_NCLASSES; i++) {
 		struct jp_central *k = &jp__central[i / JP_NCLASSES][i % JP_NCLASSES];
 		struct jp_span *s, *next;
