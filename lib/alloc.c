@@ -1,6 +1,6 @@
 /*
- * alloc.c - the public allocation functions, their fast paths, the checks
- * of every free, JPSYNC_CHECK and the initialisation.
+ * alloc.c - the public allocation functions, their fast paths and the
+ * checks of every free (start-up is in alloc_init.c).
  *
  * Fast paths (no lock, no atomic, no call):
  *   jp_alloc(n <= 1 KiB): class from a table, pop the thread's bin.
@@ -9,8 +9,9 @@
  *   limit and a multiple of the block size, by one multiplication); the
  *   block's second word is not the double-free key; the bin has room: push.
  * Everything else (an empty or full bin, a first call in a thread, sizes
- * above 1 KiB, huge blocks, misuse) goes to the slow paths here and in
- * tcache.c.
+ * above 1 KiB, huge blocks, misuse) goes to alloc_generic and
+ * free_generic here, and from there to the thread cache (tcache.c),
+ * check mode (check.c) or the huge blocks (huge.c).
  *
  * Double free: a freed block's second word holds jp__ag.key, a random
  * per-process value, and jp_alloc clears it when it hands the block out.
@@ -19,116 +20,9 @@
  * reports, so a program that happens to store the key is not killed.
  */
 #include "alloc_internal.h"
-#include "options.h"
 
 #include <errno.h>
 #include <string.h>
-
-struct jp_alloc_globals jp__ag;
-_Atomic int jp__alloc_state;
-
-/* JPSYNC_CHECK: a checked block is [size][magic][user data][canary...]. */
-#define CHECK_HDR	16
-#define CHECK_EXTRA	24	/* header + 8 bytes of canary at least */
-#define CHECK_MAGIC	((uintptr_t)0x6a7063686b6c6976ULL)
-#define CHECK_FILL	0xdf	/* freed blocks */
-#define CHECK_CANARY	0xab	/* past the requested size */
-
-/*
- * Memcheck, not just any valgrind tool: only memcheck needs every block
- * announced (and so no thread cache); callgrind must count the real fast
- * paths, and helgrind and drd are served by the lock annotations.  A
- * memcheck-only request returns 0 for defined memory; other tools return
- * the default we pass.
- */
-static bool on_memcheck(void)
-{
-#ifdef JP_HAVE_MEMCHECK
-	int probe = 0;
-
-	if (!RUNNING_ON_VALGRIND)
-		return false;
-	return VALGRIND_DO_CLIENT_REQUEST_EXPR(1, VG_USERREQ__CHECK_MEM_IS_DEFINED,
-					       &probe, sizeof probe, 0, 0, 0) == 0;
-#else
-	return false;
-#endif
-}
-
-void jp__alloc_init_slow(void)
-{
-	int z = 0;
-
-	if (atomic_compare_exchange_strong(&jp__alloc_state, &z, 1)) {
-		const struct jp_options *o = jp__options();
-		uintptr_t key;
-
-		jp__os_random(&key, sizeof key);
-		/* Odd: never a block pointer, so a free list link is never
-		 * taken for the key. */
-		jp__ag.key = key | 1;
-		jp__ag.anyvg = JP_ON_VALGRIND();
-		jp__ag.vg = on_memcheck();
-		jp__ag.check = o->check && !jp__ag.vg;
-		jp__ag.nocache = jp__ag.vg || jp__ag.check;
-		jp__ag.cache_n = o->cache_n;
-		jp__ag.cache_bytes = o->cache_bytes;
-		jp__ag.mag_size = o->mag_size;
-		jp__ag.madvise_min = o->madvise_min;
-		jp__tcache_init();
-		jp__stats_init();
-		/* release: the tables above are seen by every thread that
-		 * reads the state (acquire). */
-		atomic_store_explicit(&jp__alloc_state, 2, memory_order_release);
-		jp__tcache_init_late();
-		return;
-	}
-	/* Phase 1 above allocates nothing, so this is another thread. */
-	while (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
-		jp_cpu_relax();
-}
-
-/*
- * The allocator's own lock (it cannot use jp_mutex: it must not depend on
- * the other components, and fork handling needs the owner).  Spin a little
- * (critical sections are short), then sleep on seq.
- */
-void jp__lock_slow(struct jp__lock *l, uintptr_t me)
-{
-	uintptr_t z;
-
-	for (int i = 0; i < 100; i++) {
-		z = 0;
-		/* acquire: pairs with the store in jp__unlock. */
-		if (atomic_load_explicit(&l->owner, memory_order_relaxed) == 0 &&
-		    atomic_compare_exchange_weak_explicit(&l->owner, &z, me,
-				memory_order_acquire, memory_order_relaxed))
-			return;
-		jp_cpu_relax();
-	}
-	for (;;) {
-		uint32_t seq;
-
-		/* seq_cst: announce ourselves before the last look at the
-		 * owner, so that a releaser either sees us and bumps seq, or
-		 * released before our look and we take the lock. */
-		atomic_fetch_add(&l->waiters, 1);
-		seq = atomic_load(&l->seq);
-		z = 0;
-		if (atomic_compare_exchange_strong(&l->owner, &z, me)) {
-			atomic_fetch_sub(&l->waiters, 1);
-			return;
-		}
-		jp__futex_wait(&l->seq, seq, NULL);
-		atomic_fetch_sub(&l->waiters, 1);
-	}
-}
-
-void jp__unlock_wake(struct jp__lock *l)
-{
-	atomic_fetch_add(&l->seq, 1);
-	jp__futex_wake(&l->seq, 1);
-}
 
 static struct jp_heap *heap(void)
 {
@@ -137,54 +31,6 @@ static struct jp_heap *heap(void)
 	if (h == NULL)
 		errno = ENOMEM;
 	return h;
-}
-
-/* ---- JPSYNC_CHECK --------------------------------------------------- */
-
-static void *check_alloc(struct jp_heap *h, size_t n)
-{
-	uint32_t cls = jp__size_class(n + CHECK_EXTRA);
-	size_t bs = jp__class_size(cls);
-	unsigned char *blk = jp__class_alloc(h, cls);
-
-	if (blk == NULL)
-		return NULL;
-	if (((uintptr_t *)blk)[1] == jp__ag.key) {
-		/* It was freed with JPSYNC_CHECK: still all fill? */
-		for (size_t i = CHECK_HDR; i < bs; i++)
-			if (blk[i] != CHECK_FILL)
-				jp__die_ptr("write after free", blk + CHECK_HDR);
-	}
-	((uintptr_t *)blk)[0] = n;
-	((uintptr_t *)blk)[1] = CHECK_MAGIC;
-	memset(blk + CHECK_HDR + n, CHECK_CANARY, bs - CHECK_HDR - n);
-	return blk + CHECK_HDR;
-}
-
-/* Is user pointer p a checked block of span s?  Then its block. */
-static unsigned char *check_block(struct jp_span *s, uintptr_t a)
-{
-	if (!jp__ag.check || a - CHECK_HDR < jp__span_start(s) ||
-	    !jp__is_block(s, a - CHECK_HDR))
-		return NULL;
-	return (unsigned char *)(a - CHECK_HDR);
-}
-
-static void check_free(unsigned char *blk, struct jp_span *s)
-{
-	unsigned char *p = blk + CHECK_HDR;
-	uintptr_t w1 = ((uintptr_t *)blk)[1];
-	size_t n = ((uintptr_t *)blk)[0], bs = s->bsize;
-
-	if (w1 == jp__ag.key && jp__block_is_free(jp__tls_heap, blk, s))
-		jp__die_ptr("double free", p);
-	if (w1 != CHECK_MAGIC || n > bs - CHECK_EXTRA)
-		jp__die_ptr("invalid free", p);
-	for (size_t i = CHECK_HDR + n; i < bs; i++)
-		if (blk[i] != CHECK_CANARY)
-			jp__die_ptr("overflow past the end", p);
-	memset(blk + CHECK_HDR, CHECK_FILL, bs - CHECK_HDR);
-	jp__free_block(jp__heap_get(), blk, s);
 }
 
 /* ---- allocation ----------------------------------------------------- */
@@ -211,23 +57,22 @@ static void *huge_alloc(size_t size, size_t align, bool zero)
 {
 	void *p;
 
-	if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
-		jp__alloc_init_slow();
+	jp__alloc_ready();
 	p = jp__huge_alloc(size, align, zero);
 	if (p != NULL && jp__ag.vg)
 		JP_VG_MALLOCLIKE(p, jp__huge_of(p)->usable, 1);
 	return p;
 }
 
-JP_NOINLINE void *jp__alloc_slow(size_t size)
+/* Everything but a request of up to 1 KiB that its bin serves. */
+static JP_NOINLINE void *alloc_generic(size_t size)
 {
 	if (size <= JP_MAX_SMALL) {
-		if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
-			jp__alloc_init_slow();
-		if (jp__ag.check && size <= JP_MAX_SMALL - CHECK_EXTRA) {
+		jp__alloc_ready();
+		if (jp__ag.check && size <= JP_CHECK_MAX) {
 			struct jp_heap *h = heap();
 
-			return h == NULL ? NULL : check_alloc(h, size);
+			return h == NULL ? NULL : jp__check_alloc(h, size);
 		}
 		return small_alloc(jp__size_class(size));
 	}
@@ -250,7 +95,7 @@ JP_EXPORT void *jp_alloc(size_t size)
 			return blk;
 		}
 	}
-	return jp__alloc_slow(size);
+	return alloc_generic(size);
 }
 
 JP_EXPORT void *jp_calloc(size_t nmemb, size_t size)
@@ -294,8 +139,7 @@ JP_EXPORT void *jp_alloc_aligned(size_t alignment, size_t size)
 	if (alignment <= 16)
 		return jp_alloc(size);
 	if (alignment <= JP_SLICE_SIZE && size <= JP_MAX_SMALL) {
-		if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
-			jp__alloc_init_slow();
+		jp__alloc_ready();
 		cls = aligned_class(size, alignment);
 		if (cls < JP_NCLASSES)
 			return small_alloc(cls);
@@ -326,7 +170,8 @@ JP_EXPORT int jp_posix_memalign(void **memptr, size_t alignment, size_t size)
 
 /* ---- free ----------------------------------------------------------- */
 
-JP_NOINLINE void jp__free_slow(void *p)
+/* Everything but a valid small block whose bin has room; and misuse. */
+static JP_NOINLINE void free_generic(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct jp_huge *hg;
@@ -345,14 +190,14 @@ JP_NOINLINE void jp__free_slow(void *p)
 			if (((uintptr_t *)p)[1] == jp__ag.key &&
 			    jp__block_is_free(jp__tls_heap, p, s))
 				jp__die_ptr("double free", p);
-			if (jp__ag.check && ((uintptr_t *)p)[1] == CHECK_MAGIC)
+			if (jp__check_is_header(p))
 				jp__die_ptr("invalid free", p);
 			jp__free_block(jp__heap_get(), p, s);
 			return;
 		}
-		cb = check_block(s, a);
+		cb = jp__check_block(s, a);
 		if (cb != NULL) {
-			check_free(cb, s);
+			jp__check_free(cb, s);
 			return;
 		}
 		jp__die_ptr("invalid free", p);
@@ -387,7 +232,7 @@ JP_EXPORT void jp_free(void *p)
 			}
 		}
 	}
-	jp__free_slow(p);
+	free_generic(p);
 }
 
 /* ---- sizes ---------------------------------------------------------- */
@@ -408,9 +253,9 @@ static size_t usable(const void *p, const char *what)
 
 		if (jp__is_block(s, a))
 			return s->bsize;
-		cb = check_block(s, a);
-		if (cb != NULL && ((uintptr_t *)cb)[1] == CHECK_MAGIC)
-			return ((uintptr_t *)cb)[0];
+		cb = jp__check_block(s, a);
+		if (cb != NULL && jp__check_size(cb) != SIZE_MAX)
+			return jp__check_size(cb);
 		jp__die_ptr(what, p);
 	}
 	hg = jp__huge_of(p);
@@ -538,7 +383,7 @@ JP_EXPORT size_t jp_alloc_trim(void)
 	 */
 	t0 = atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed);
 	jp_thread_flush();
-	jp__classes_trim();
+	jp__central_trim();
 	jp__huge_trim();
 	jp__segment_trim();
 	return (size_t)(atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed) - t0);

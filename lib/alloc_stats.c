@@ -19,6 +19,36 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The counts of exited threads' heaps (heap lock). */
+static uint64_t dead_alloc[JP_NCLASSES], dead_free[JP_NCLASSES],
+	dead_miss[JP_NCLASSES];
+
+/* What bin c of heap h handed out and took back; returns its length. */
+static uint64_t bin_counts(const struct jp_heap *h, uint32_t c,
+			   uint64_t *nalloc, uint64_t *nfree)
+{
+	const struct jp_bin *b = &h->bins[c];
+	uint64_t cn = JP_CNT_LOAD(b->cn);
+	uint64_t count = JP_CNT_LOAD(b->max) - JP_CN_CREDIT(cn);
+
+	*nalloc = JP_CN_NALLOC(cn) + JP_CNT_LOAD(b->nalloc_hi);
+	*nfree = count - JP_CNT_LOAD(b->nrefill) + *nalloc +
+		 JP_CNT_LOAD(h->nflush[c]);
+	return count;
+}
+
+void jp__stats_fold(const struct jp_heap *h)
+{
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		uint64_t nalloc, nfree;
+
+		bin_counts(h, c, &nalloc, &nfree);
+		dead_alloc[c] += nalloc;
+		dead_free[c] += nfree;
+		dead_miss[c] += JP_CNT_LOAD(h->nmiss[c]);
+	}
+}
+
 void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 {
 	uint64_t cm[JP_NCLASSES] = { 0 };
@@ -32,31 +62,26 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 	for (struct jp_heap *h = jp__heaps; h != NULL; h = h->next) {
 		st->threads++;
 		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
-			struct jp_bin *b = &h->bins[c];
-			uint64_t cn = JP_CNT_LOAD(b->cn);
-			uint64_t nalloc = JP_CN_NALLOC(cn) + JP_CNT_LOAD(b->nalloc_hi);
-			uint64_t nrefill = JP_CNT_LOAD(b->nrefill);
-			uint64_t count = JP_CNT_LOAD(b->max) - JP_CN_CREDIT(cn);
-			uint64_t nflush = JP_CNT_LOAD(h->nflush[c]);
+			uint64_t nalloc, nfree, count = bin_counts(h, c, &nalloc, &nfree);
 
 			st->class_allocs[c] += nalloc;
-			st->class_frees[c] += count - nrefill + nalloc + nflush;
+			st->class_frees[c] += nfree;
 			cached += count * jp__classes[c].bsize;
 			cm[c] += JP_CNT_LOAD(h->nmiss[c]);
 			misses += JP_CNT_LOAD(h->nmiss[c]);
 		}
 	}
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
-		st->class_allocs[c] += jp__dead_alloc[c];
-		st->class_frees[c] += jp__dead_free[c];
-		misses += jp__dead_miss[c];
-		cm[c] += jp__dead_miss[c];
+		st->class_allocs[c] += dead_alloc[c];
+		st->class_frees[c] += dead_free[c];
+		misses += dead_miss[c];
+		cm[c] += dead_miss[c];
 	}
 	jp__unlock(&jp__heap_lock);
 
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 		st->class_size[c] = jp__class_size(c);
-		for (unsigned a = 0; a < JP_NARENAS; a++) {
+		for (unsigned a = 0; a < JP_NSHARDS; a++) {
 			struct jp_central *k = &jp__central[a][c];
 
 			jp__lock(&k->lock);

@@ -1,0 +1,399 @@
+/*
+ * central.c - the shared lists of each size class, one set per shard: the
+ * spans that have free blocks, and the transfer chains.
+ *
+ * A thread cache (tcache.c) that runs empty takes a batch of blocks from
+ * its shard's lists of that class, and one that overflows gives blocks
+ * back, under the class lock.  A bin that overflows gives its blocks back
+ * as one transfer chain, kept whole (up to JP_XFER_SLOTS chains and
+ * XFER_BYTES per class and shard), and a bin that runs empty takes a whole
+ * chain back in one step (the front of one too long for it): a block freed
+ * by a consumer thread reaches a producer with no walk of a span's free
+ * list.  Otherwise blocks go back to the spans they came from, and an
+ * empty bin is refilled from the spans.  Nothing is popped without the
+ * lock, so there is no ABA to guard against.
+ *
+ * A span whose blocks are all back is given to its segment (one empty
+ * one-slice span is kept per class and shard, so that a class that keeps
+ * emptying and refilling its last span does not churn), where any class
+ * can take its slices.  The chains of a shard whose last thread exits, and
+ * every chain before a new segment is mapped, go back to their spans, so
+ * that no chain keeps a span from its segment for long.
+ */
+#include "alloc_internal.h"
+
+#include <string.h>
+
+struct jp_central jp__central[JP_NSHARDS][JP_NCLASSES];
+unsigned jp__nshards = 1;		/* in use: 4 per CPU, at most 8 */
+/* Live heaps per shard. */
+static _Atomic unsigned shard_heaps[JP_NSHARDS];
+
+/* The most that a class's transfer chains of one shard may hold. */
+#define XFER_BYTES	((size_t)64 << 10)
+
+void jp__central_init(void)
+{
+	for (unsigned a = 0; a < JP_NSHARDS; a++)
+		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+			jp__lock_init(&jp__central[a][c].lock);
+			JP_BENIGN_RACE(&jp__central[a][c].nxfer, sizeof(uint32_t),
+				       "read without the lock by xfer_drain");
+		}
+	jp__nshards = jp__os_cpu_count() * 4;
+	if (jp__nshards < 1)
+		jp__nshards = 1;
+	if (jp__nshards > JP_NSHARDS)
+		jp__nshards = JP_NSHARDS;
+	JP_BENIGN_RACE(shard_heaps, sizeof shard_heaps, "atomic counts of heaps");
+}
+
+static void span_link(struct jp_central *k, struct jp_span *s)
+{
+	s->prev = NULL;
+	s->next = k->spans;
+	if (k->spans != NULL)
+		k->spans->prev = s;
+	k->spans = s;
+	s->in_list = 1;
+}
+
+static void span_unlink(struct jp_central *k, struct jp_span *s)
+{
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		k->spans = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	s->in_list = 0;
+}
+
+static struct jp_span *span_new(struct jp_central *k, unsigned shard, uint32_t cls,
+			       bool may_map)
+{
+	const struct jp_class *kc = &jp__classes[cls];
+	struct jp_span *s = jp__span_alloc(kc->nslices, may_map);
+
+	if (s == NULL)
+		return NULL;
+	s->shard = (uint8_t)shard;
+	s->cls = cls;
+	s->bsize = kc->bsize;
+	s->nblocks = kc->nblocks;
+	s->bump = jp__span_start(s);
+	s->bump_end = jp__span_start(s) + (uintptr_t)kc->nblocks * kc->bsize;
+	s->free = NULL;
+	s->used = 0;
+	s->binoff = cls * (uint32_t)sizeof(struct jp_bin);
+	s->divc = UINT64_MAX / kc->bsize + 2;
+	s->limit = (uint64_t)kc->nblocks * (s->divc * kc->bsize);
+	jp__span_publish(s);
+	k->nspans++;
+	k->empty_spans++;
+	span_link(k, s);
+	return s;
+}
+
+static void xfer_drain_all(void);
+
+/* A transfer chain of at most fit blocks comes whole, however long; else
+ * the blocks come from the spans (alloc_internal.h). */
+uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
+			  uint32_t fit, void **out, void **last)
+{
+	struct jp_central *k = &jp__central[shard][cls];
+	void *head = NULL, **tail = &head;
+	uint32_t got = 0;
+	bool drained = false;
+
+	jp__lock(&k->lock);
+	for (uint32_t i = k->nxfer; i-- > 0;) {
+		struct jp_chain c = k->xfer[i];
+
+		if (c.n > fit)
+			continue;	/* from a grown bin: another may take it */
+		JP_CNT_SET(k->nxfer, k->nxfer - 1);
+		memmove(&k->xfer[i], &k->xfer[i + 1], (k->nxfer - i) * sizeof c);
+		k->xfer_blocks -= c.n;
+		jp__unlock(&k->lock);
+		*out = c.head;
+		*last = NULL;
+		return c.n;
+	}
+	if (k->nxfer > 0) {
+		/* Only chains too long for this bin: take the front of the
+		 * newest, so that chains nobody can take whole still go. */
+		struct jp_chain *c = &k->xfer[k->nxfer - 1];
+		void *b = c->head;
+
+		for (got = 1; got < want; got++)
+			b = *(void **)b;
+		*out = c->head;
+		*last = b;
+		c->head = *(void **)b;
+		c->n -= got;
+		k->xfer_blocks -= got;
+		jp__unlock(&k->lock);
+		return got;
+	}
+	while (got < want) {
+		struct jp_span *s = k->spans;
+		void *b;
+
+		if (s == NULL && (s = span_new(k, shard, cls, drained)) == NULL) {
+			if (drained)
+				break;	/* out of memory */
+			/*
+			 * No room left in the segments.  Before a new one is
+			 * mapped, the transfer chains go back to their spans:
+			 * their blocks may be all that keeps some spans from
+			 * being given to their segments for this class.
+			 */
+			jp__unlock(&k->lock);
+			xfer_drain_all();
+			drained = true;
+			jp__lock(&k->lock);
+			continue;
+		}
+		if (s->used == 0)
+			k->empty_spans--;
+		while (got < want) {
+			if (s->free != NULL) {
+				b = s->free;
+				/* memcheck: ours again (words 0 and 1) until
+				 * MALLOCLIKE hands it out. */
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
+				s->free = *(void **)b;
+			} else if (s->bump < s->bump_end) {
+				b = (void *)s->bump;
+				s->bump += s->bsize;
+				JP_VG_DEFINED(b, 2 * sizeof(void *));
+				/* A carved block may hold a stale key or
+				 * pattern from an earlier life of the span. */
+				if (jp__ag.check)
+					((uintptr_t *)b)[1] = 0;
+			} else
+				break;
+			*tail = b;
+			tail = (void **)b;
+			s->used++;
+			got++;
+		}
+		if (s->free == NULL && s->bump >= s->bump_end)
+			span_unlink(k, s);	/* full: back in on a free */
+	}
+	k->used_blocks += got;
+	if (k->used_blocks > k->peak_used_blocks)
+		k->peak_used_blocks = k->used_blocks;
+	jp__unlock(&k->lock);
+	*out = head;
+	*last = (void *)tail;
+	return got;
+}
+
+/*
+ * Return the first n blocks of the chain head of class cls, linked through
+ * word 0, to their spans, under the lock of each span's shard (taken once
+ * per run of blocks of the same shard: a thread's own blocks, or a run of
+ * another's).  Returns the rest of the chain (the link of the n-th block).
+ */
+void *jp__central_put(uint32_t cls, void *head, size_t n)
+{
+	struct jp_central *k = NULL;
+	unsigned cur = JP_NSHARDS;
+	uint64_t moved = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		void *b = head;
+		struct jp_span *s = jp__span_of((uintptr_t)b);
+
+		head = *(void **)b;
+		if (s->shard != cur) {
+			if (k != NULL) {
+				k->used_blocks -= moved;
+				jp__unlock(&k->lock);
+			}
+			cur = s->shard;
+			k = &jp__central[cur][cls];
+			moved = 0;
+			jp__lock(&k->lock);
+		}
+		*(void **)b = s->free;
+		s->free = b;
+		JP_VG_FREELIKE(b);
+		moved++;
+		if (!s->in_list)
+			span_link(k, s);
+		if (--s->used == 0) {
+			if (k->empty_spans >= 1 || s->nslices > 1) {
+				/* Keep one empty span per class of one-slice
+				 * spans; give the others to their segment for
+				 * any class (with 8 shards, kept spans of up
+				 * to 1 MiB of every big class would add up). */
+				span_unlink(k, s);
+				k->nspans--;
+				jp__span_release(s);
+			} else
+				k->empty_spans++;
+		}
+	}
+	if (k != NULL) {
+		k->used_blocks -= moved;
+		jp__unlock(&k->lock);
+	}
+	return head;
+}
+
+/* Send the transfer chains of shard a back to their spans. */
+static void xfer_drain(unsigned a)
+{
+	for (uint32_t cls = 0; cls < JP_NCLASSES; cls++) {
+		struct jp_central *k = &jp__central[a][cls];
+		struct jp_chain c[JP_XFER_SLOTS];
+		uint32_t n;
+
+		/* Read without the lock: most classes have no chain, and a
+		 * drain before each new segment should cost next to nothing
+		 * then.  A chain kept meanwhile waits for the next drain. */
+		if (JP_CNT_LOAD(k->nxfer) == 0)
+			continue;
+		jp__lock(&k->lock);
+		n = k->nxfer;
+		memcpy(c, k->xfer, n * sizeof c[0]);
+		JP_CNT_SET(k->nxfer, 0);
+		k->xfer_blocks = 0;
+		jp__unlock(&k->lock);
+		for (uint32_t j = 0; j < n; j++)
+			jp__central_put(cls, c[j].head, c[j].n);
+	}
+}
+
+static void xfer_drain_all(void)
+{
+	for (unsigned a = 0; a < JP_NSHARDS; a++)
+		xfer_drain(a);
+}
+
+/*
+ * Keep the chain on the transfer chains of the shard of its first block,
+ * if there is room and a thread of that shard to take them (the chains of
+ * a shard are undone when its last thread exits).  all: nothing to cut.
+ */
+void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all)
+{
+	unsigned shard = jp__span_of((uintptr_t)head)->shard;
+	struct jp_central *k = &jp__central[shard][cls];
+	uint64_t bs = jp__classes[cls].bsize;
+	void *rest = NULL;
+
+	/* relaxed: a hint; a chain kept just as the shard's last thread
+	 * exits waits for the shard's next thread, or jp_alloc_trim. */
+	if (atomic_load_explicit(&shard_heaps[shard], memory_order_relaxed) == 0)
+		return head;
+	jp__lock(&k->lock);
+	if (k->nxfer == JP_XFER_SLOTS || (k->xfer_blocks + n) * bs > XFER_BYTES) {
+		/* Full: the blocks' own cache lines are hot here, the
+		 * chains' are not; the blocks go to their spans. */
+		jp__unlock(&k->lock);
+		return head;
+	}
+	if (!all) {
+		void *tail = head;
+
+		for (uint32_t i = 1; i < n; i++)
+			tail = *(void **)tail;
+		rest = *(void **)tail;
+		*(void **)tail = NULL;
+	}
+	k->xfer[k->nxfer] = (struct jp_chain){ head, n };
+	JP_CNT_SET(k->nxfer, k->nxfer + 1);
+	k->xfer_blocks += n;
+	jp__unlock(&k->lock);
+	return rest;
+}
+
+/* relaxed: the counts are hints for jp__central_keep; a drain is ordered
+ * by the class locks it takes. */
+void jp__shard_join(unsigned shard)
+{
+	atomic_fetch_add_explicit(&shard_heaps[shard], 1, memory_order_relaxed);
+}
+
+void jp__shard_leave(unsigned shard)
+{
+	/* No thread of this shard left to take its chains (jp__central_keep
+	 * keeps no more there until one comes). */
+	if (atomic_fetch_sub_explicit(&shard_heaps[shard], 1, memory_order_relaxed) == 1)
+		xfer_drain(shard);
+}
+
+/* Is p on a transfer chain of its class (in any shard: a chain goes to
+ * the shard of its first block), or on its span's free list?  (The
+ * double-free check.) */
+bool jp__central_holds(void *p, struct jp_span *s)
+{
+	struct jp_central *k = &jp__central[s->shard][s->cls];
+	bool found = false;
+	uint64_t n = 0;
+
+	for (unsigned a = 0; a < JP_NSHARDS && !found; a++) {
+		struct jp_central *x = &jp__central[a][s->cls];
+
+		jp__lock(&x->lock);
+		for (uint32_t i = 0; i < x->nxfer && !found; i++) {
+			n = 0;
+			for (void *q = x->xfer[i].head; q != NULL && n < x->xfer[i].n;
+			     q = *(void **)q, n++)
+				if (q == p) {
+					found = true;
+					break;
+				}
+		}
+		jp__unlock(&x->lock);
+	}
+	if (found)
+		return true;
+	jp__lock(&k->lock);
+	n = 0;
+	for (void *q = s->free; q != NULL && n < s->nblocks; n++) {
+		void *next;
+
+		if (q == p) {
+			found = true;
+			break;
+		}
+		JP_VG_DEFINED(q, sizeof(void *));
+		next = *(void **)q;
+		if (jp__ag.vg)
+			JP_VG_NOACCESS(q, sizeof(void *));
+		q = next;
+	}
+	jp__unlock(&k->lock);
+	return found;
+}
+
+size_t jp__central_trim(void)
+{
+	size_t total = 0;
+
+	xfer_drain_all();
+	for (unsigned i = 0; i < JP_NSHARDS * JP_NCLASSES; i++) {
+		struct jp_central *k = &jp__central[i / JP_NCLASSES][i % JP_NCLASSES];
+		struct jp_span *s, *next;
+
+		jp__lock(&k->lock);
+		for (s = k->spans; s != NULL; s = next) {
+			next = s->next;
+			if (s->used == 0) {
+				span_unlink(k, s);
+				k->nspans--;
+				k->empty_spans--;
+				total += (size_t)s->nslices * JP_SLICE_SIZE;
+				jp__span_release(s);
+			}
+		}
+		jp__unlock(&k->lock);
+	}
+	return total;
+}

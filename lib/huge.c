@@ -1,0 +1,326 @@
+/*
+ * huge.c - blocks above the largest class: each has a mapping of its own,
+ * 4 MiB-aligned with a header page before the block (or, for a bigger
+ * alignment, a header 4 MiB before it), entered in the registry so that
+ * free() finds the header by masking the pointer.  realloc grows and
+ * shrinks them with mremap; a few freed mappings are kept for reuse (the
+ * huge cache).  Under the huge lock, which is never held with another.
+ */
+#include "alloc_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct jp__lock jp__huge_lock;
+
+void jp__huge_init(void)
+{
+	jp__lock_init(&jp__huge_lock);
+}
+static void huge_count(struct jp_huge *h, int dir)
+{
+	if (dir > 0) {
+		atomic_fetch_add_explicit(&jp__ag.huge_count, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&jp__ag.huge_bytes, h->map_size, memory_order_relaxed);
+		atomic_fetch_add_explicit(&jp__ag.huge_allocs, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_sub_explicit(&jp__ag.huge_count, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&jp__ag.huge_bytes, h->map_size, memory_order_relaxed);
+		atomic_fetch_add_explicit(&jp__ag.huge_frees, 1, memory_order_relaxed);
+	}
+}
+
+/* Offset of the block in its mapping, for an alignment. */
+static size_t huge_offset(size_t align)
+{
+	return align <= JP_HUGE_HDR ? JP_HUGE_HDR : align;
+}
+
+/* ---- the huge cache ----------------------------------------------------
+ *
+ * A freed huge block whose mapping is 4 MiB-aligned with the block one page
+ * in (every alignment up to a page) is kept, up to HC_N mappings and
+ * hcache_limit() bytes, so that a program that allocates and frees blocks
+ * above the largest class (realloc growth across 256 KiB, buffers of a
+ * request) does not pay a fresh mmap (over-map and two trims), page faults
+ * and a munmap each time.  A mapping is taken for a request it fits with at
+ * most HC_SLACK to spare, and the pages beyond the request are given back
+ * (madvise) so that the spare costs no memory.  A mapping unused for
+ * HC_AGE_NS is unmapped at the next huge operation, and jp_alloc_trim()
+ * unmaps them all.  Cached mappings are off the registry: a free of one is
+ * an invalid free.
+ */
+#define HC_N		8
+#define HC_MAX		((size_t)64 << 20)
+#define HC_FLOOR	((size_t)8 << 20)
+#define HC_AGE_NS	2000000000ull
+static struct {
+	void *base;
+	size_t size;
+	size_t res;		/* resident at most: the block's pages */
+	uint64_t when;
+} hcache[HC_N];				/* oldest first */
+static unsigned hcache_n;
+static size_t hcache_bytes;
+
+/* At most 8 MiB plus a quarter of what is mapped, and never above 64 MiB. */
+static size_t hcache_limit(void)
+{
+	size_t m = (size_t)atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
+	size_t l = HC_FLOOR + m / 4;
+
+	return l < HC_MAX ? l : HC_MAX;
+}
+
+/* A cached mapping may serve a request of total bytes. */
+static bool hcache_fits(size_t size, size_t total)
+{
+	return size >= total && size - total <= total + JP_SEG_SIZE;
+}
+
+/* Unmap entry i (huge lock); returns the bytes. */
+static size_t hcache_drop(unsigned i)
+{
+	void *base = hcache[i].base;
+	size_t size = hcache[i].size;
+
+	hcache_bytes -= size;
+	hcache_n--;
+	memmove(&hcache[i], &hcache[i + 1], (hcache_n - i) * sizeof hcache[0]);
+	jp__os_unmap(base, size);
+	jp__mapped_sub(size);
+	return size;
+}
+
+/* Unmap the mappings unused for HC_AGE_NS (huge lock). */
+static void hcache_expire(uint64_t now)
+{
+	while (hcache_n > 0 && now - hcache[0].when > HC_AGE_NS)
+		hcache_drop(0);
+}
+
+/* Take the smallest cached mapping that fits total bytes: its base (its
+ * size in *size), or NULL. */
+static void *hcache_take(size_t total, size_t *size)
+{
+	void *base = NULL;
+	int best = -1;
+
+	if (jp__ag.nocache)
+		return NULL;
+	jp__lock(&jp__huge_lock);
+	hcache_expire(jp__os_now_ns());
+	for (unsigned i = 0; i < hcache_n; i++)
+		if (hcache_fits(hcache[i].size, total) &&
+		    (best < 0 || hcache[i].size < hcache[best].size))
+			best = (int)i;
+	if (best >= 0) {
+		base = hcache[best].base;
+		*size = hcache[best].size;
+		hcache_bytes -= *size;
+		hcache_n--;
+		memmove(&hcache[best], &hcache[best + 1],
+			(hcache_n - (unsigned)best) * sizeof hcache[0]);
+	}
+	jp__unlock(&jp__huge_lock);
+	return base;
+}
+
+/* Keep a freed mapping, of which res bytes may be resident; false when it
+ * does not fit (the caller unmaps). */
+static bool hcache_put(void *base, size_t size, size_t res)
+{
+	uint64_t now;
+
+	if (jp__ag.nocache || size > hcache_limit())
+		return false;
+	now = jp__os_now_ns();
+	jp__lock(&jp__huge_lock);
+	hcache_expire(now);
+	/* Room: the oldest go. */
+	while (hcache_n > 0 && (hcache_n == HC_N || hcache_bytes + size > hcache_limit()))
+		hcache_drop(0);
+	hcache[hcache_n].base = base;
+	hcache[hcache_n].size = size;
+	hcache[hcache_n].res = res;
+	hcache[hcache_n].when = now;
+	hcache_n++;
+	hcache_bytes += size;
+	jp__unlock(&jp__huge_lock);
+	return true;
+}
+
+/* Unmap every cached mapping; returns the bytes that were resident (the
+ * pages beyond each block were given back when it was made). */
+static size_t hcache_trim(void)
+{
+	size_t total = 0;
+
+	jp__lock(&jp__huge_lock);
+	while (hcache_n > 0) {
+		total += hcache[0].res;
+		hcache_drop(0);
+	}
+	jp__unlock(&jp__huge_lock);
+	jp__trimmed_add(total);
+	return total;
+}
+
+/*
+ * Give back the pages of a taken mapping beyond total bytes, unless the
+ * mapping is at most HC_KEEP times the request: then they stay, for the
+ * block to grow into without page faults (a buffer grown by realloc), and
+ * cost no more than they did in the cache.
+ */
+#define HC_KEEP	8
+static void hcache_shed(char *base, size_t size, size_t total)
+{
+	if (size / HC_KEEP > total)
+		jp__os_decommit(base + total, size - total);
+}
+
+void *jp__huge_alloc(size_t size, size_t align, bool zero)
+{
+	size_t page = jp__os_page_size();
+	size_t off = huge_offset(align), total, msize;
+	size_t map_align = align > JP_SEG_SIZE ? align : JP_SEG_SIZE;
+	struct jp_huge *h;
+	char *base, *user;
+	void *p;
+
+	if (size > SIZE_MAX - off - page || off + size > ((size_t)1 << 46)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	total = (off + size + page - 1) & ~(page - 1);
+	p = off == JP_HUGE_HDR ? hcache_take(total, &msize) : NULL;
+	if (p != NULL) {
+		/* A calloc gets zero pages: all of them given back. */
+		if (zero)
+			jp__os_decommit(p, msize);
+		else
+			hcache_shed(p, msize, total);
+	} else {
+		if (jp__os_map_aligned(&p, total, map_align) != 0) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		msize = total;
+		jp__mapped_add(total);
+	}
+	base = p;
+	user = base + off;
+	if (off < JP_SEG_SIZE) {
+		h = (struct jp_huge *)base;
+		jp__reg_set((uintptr_t)user, JP_REG_HUGE);
+	} else {
+		h = (struct jp_huge *)(user - JP_SEG_SIZE);
+		jp__reg_set((uintptr_t)user, JP_REG_HUGE_PREV);
+	}
+	h->magic = JP_HUGE_MAGIC;
+	h->base = base;
+	h->map_size = msize;
+	h->user_off = (size_t)(user - base);
+	h->usable = total - off;
+	huge_count(h, 1);
+	return user;
+}
+
+struct jp_huge *jp__huge_of(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned r = jp__reg_get(a);
+	struct jp_huge *h;
+
+	if (r == JP_REG_HUGE)
+		h = (struct jp_huge *)(a & ~(uintptr_t)JP_SEG_MASK);
+	else if (r == JP_REG_HUGE_PREV)
+		h = (struct jp_huge *)((a & ~(uintptr_t)JP_SEG_MASK) - JP_SEG_SIZE);
+	else
+		return NULL;
+	if (h->magic != JP_HUGE_MAGIC || jp__huge_user(h) != p)
+		return NULL;
+	return h;
+}
+
+void jp__huge_free(struct jp_huge *h)
+{
+	void *base = h->base;
+	size_t total = h->map_size;
+	bool cacheable = h->user_off == JP_HUGE_HDR;
+
+	huge_count(h, -1);
+	h->magic = 0;
+	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
+	if (cacheable && hcache_put(base, total, h->user_off + h->usable))
+		return;
+	jp__os_unmap(base, total);
+	jp__mapped_sub(total);
+}
+
+size_t jp__huge_trim(void)
+{
+	return hcache_trim();
+}
+
+void *jp__huge_realloc(struct jp_huge *h, size_t size)
+{
+	size_t page = jp__os_page_size();
+	size_t off = h->user_off;
+	size_t total, cur, old = h->map_size, csize;
+	void *dest;
+
+	if (size > SIZE_MAX - off - page || off + size > ((size_t)1 << 46)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	total = (off + size + page - 1) & ~(page - 1);
+	cur = off + h->usable;
+	if (total == cur)
+		return jp__huge_user(h);
+	if (off != JP_HUGE_HDR || jp__ag.vg)
+		return NULL;	/* the caller copies */
+	if (total > cur && total <= old) {
+		/* Inside the mapping (taken from the cache larger than the
+		 * request): the pages beyond cur were given back, zero. */
+		h->usable = total - off;
+		return jp__huge_user(h);
+	}
+	if (jp__os_resize(h->base, old, total) == 0) {
+		atomic_fetch_add_explicit(&jp__ag.huge_bytes, total - old, memory_order_relaxed);
+		if (total > old)
+			jp__mapped_add(total - old);
+		else
+			jp__mapped_sub(old - total);
+		h->map_size = total;
+		h->usable = total - off;
+		return jp__huge_user(h);
+	}
+	/* Move the pages (no copy) to a cached mapping, or a fresh 4 MiB-
+	 * aligned one.  mremap replaces the first total bytes of dest; the
+	 * rest of a cached one stays mapped, part of the block's mapping. */
+	dest = hcache_take(total, &csize);
+	if (dest != NULL) {
+		hcache_shed(dest, csize, total);
+	} else {
+		if (jp__os_map_aligned(&dest, total, JP_SEG_SIZE) != 0)
+			return NULL;
+		csize = total;
+		jp__mapped_add(total);
+	}
+	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
+	if (jp__os_move(h->base, old, total, dest) != 0) {
+		jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
+		jp__os_unmap(dest, csize);
+		jp__mapped_sub(csize);
+		return NULL;
+	}
+	jp__mapped_sub(old);	/* the old place is unmapped by the move */
+	h = dest;
+	h->base = dest;
+	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
+	atomic_fetch_add_explicit(&jp__ag.huge_bytes, csize - old, memory_order_relaxed);
+	h->map_size = csize;
+	h->usable = total - off;
+	return jp__huge_user(h);
+}

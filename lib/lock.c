@@ -1,0 +1,73 @@
+/*
+ * lock.c - the allocator's internal lock: its slow paths and the helpers
+ * fork handling needs (the protocol is described in lock.h).
+ *
+ * Critical sections are short (a list push or pop, a batch of blocks), so
+ * a waiter spins a little before it sleeps.
+ */
+#include "lock.h"
+#include "os.h"
+
+uint8_t jp__lock_annotate;
+
+void jp__lock_slow(struct jp__lock *l, uintptr_t me)
+{
+	uintptr_t z;
+
+	for (int i = 0; i < 100; i++) {
+		z = 0;
+		/* acquire: pairs with the store in jp__unlock. */
+		if (atomic_load_explicit(&l->owner, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_weak_explicit(&l->owner, &z, me,
+				memory_order_acquire, memory_order_relaxed))
+			return;
+		jp_cpu_relax();
+	}
+	for (;;) {
+		uint32_t seq;
+
+		/* seq_cst: announce ourselves before the last look at the
+		 * owner, so that a releaser either sees us and bumps seq, or
+		 * released before our look and we take the lock. */
+		atomic_fetch_add(&l->waiters, 1);
+		seq = atomic_load(&l->seq);
+		z = 0;
+		if (atomic_compare_exchange_strong(&l->owner, &z, me)) {
+			atomic_fetch_sub(&l->waiters, 1);
+			return;
+		}
+		jp__futex_wait(&l->seq, seq, NULL);
+		atomic_fetch_sub(&l->waiters, 1);
+	}
+}
+
+void jp__unlock_wake(struct jp__lock *l)
+{
+	atomic_fetch_add(&l->seq, 1);
+	jp__futex_wake(&l->seq, 1);
+}
+
+void jp__lock_init(struct jp__lock *l)
+{
+	/* The lock words are atomics, which helgrind and drd do not see;
+	 * the happens-before annotations order what the lock protects. */
+	JP_BENIGN_RACE(l, sizeof *l, "lock word");
+}
+
+bool jp__lock_for_fork(struct jp__lock *l)
+{
+	/* relaxed: only our own earlier store can make it equal to us. */
+	if (atomic_load_explicit(&l->owner, memory_order_relaxed) ==
+	    (uintptr_t)pthread_self())
+		return false;
+	jp__lock(l);
+	return true;
+}
+
+void jp__lock_reset(struct jp__lock *l)
+{
+	/* relaxed: the child has one thread. */
+	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+	atomic_store_explicit(&l->waiters, 0, memory_order_relaxed);
+	atomic_store_explicit(&l->seq, 0, memory_order_relaxed);
+}
