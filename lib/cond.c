@@ -18,7 +18,8 @@
  * Waiters count themselves in the proxy state of the condition variable's
  * address (wait.c's table: the struct has no room of its own), under the
  * mutex and before they read the counter; signal and broadcast advance the
- * counter, then look at the count and make no system call when it is 0.
+ * counter, then look at the count and make no system call when it is 0:
+ * the parking protocol of park.h, with the counter as the word.
  * A signaller that changed the predicate under the mutex took the mutex
  * after any waiter that saw the old predicate had counted itself, so it
  * sees the count.  States shared with other objects only over-count.
@@ -28,6 +29,7 @@
  */
 #include "sync.h"
 #include "os.h"
+#include "park.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -35,15 +37,17 @@
 static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadline, void *pc)
 {
 	_Atomic uint32_t *w = jp__cond_word(c);
-	_Atomic uint32_t *waiters = jp__wait_cond_waiters(c);
+	_Atomic uint32_t *waiters;
 	int mode = jp__sync_mode_get();
 	uint32_t seq;
 	int r;
 
-	if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
+	if (jp__deadline_check(deadline) != 0)
 		return EINVAL;
-	/* seq_cst: counted before the counter is read (see the top). */
-	atomic_fetch_add(waiters, 1);
+	if (jp__deadline_passed(deadline))
+		return ETIMEDOUT;	/* at once, the mutex still held */
+	waiters = jp__wait_cond_waiters(c);
+	jp__park_register(waiters);
 	if (mode & JP_SYNC_VALGRIND)
 		JP_BENIGN_RACE(&c->seq, sizeof c->seq, "jp_cond futex word");
 	/*
@@ -53,13 +57,12 @@ static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadlin
 	 */
 	seq = atomic_load_explicit(w, memory_order_relaxed);
 	jp__mutex_unlock_at(m, pc);
-	r = jp__futex_wait(w, seq, deadline);
-	/* relaxed: leaving only spares a later signal its system call. */
-	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
+	r = jp__park_wait(w, seq, deadline);
+	jp__park_leave(waiters);
 	jp__mutex_lock_at(m, pc);
 	if (mode & JP_SYNC_VALGRIND)
 		JP_HB_AFTER(c);
-	return r == ETIMEDOUT ? ETIMEDOUT : 0;
+	return r;
 }
 
 static void cond_wake(jp_cond_t *c, int n)
@@ -77,7 +80,7 @@ static void cond_wake(jp_cond_t *c, int n)
 	atomic_fetch_add(w, 1);
 	if (atomic_load(jp__wait_cond_waiters(c)) != 0) {
 		jp__wait_count_wake();
-		jp__futex_wake(w, n);
+		jp__park_wake(w, n);
 	}
 }
 

@@ -10,6 +10,7 @@
  */
 #include "jp_internal.h"
 #include "os.h"
+#include "park.h"
 
 #include <jpsync/hammer.h>
 
@@ -41,7 +42,7 @@ static void *hammer_main(void *arg)
 	uint32_t s;
 
 	while ((s = atomic_load_explicit(&run->start, memory_order_acquire)) == START_WAIT)
-		jp__futex_wait(&run->start, START_WAIT, NULL);
+		jp__park_wait(&run->start, START_WAIT, NULL);
 	/* The releasing store and this load order the start for valgrind too. */
 	JP_HB_AFTER(&run->start);
 	if (s == START_ABORT)
@@ -97,7 +98,7 @@ JP_EXPORT int jp_hammer(unsigned threads, uint64_t iters, jp_hammer_fn body, voi
 	JP_HB_BEFORE(&run->start);
 	atomic_store_explicit(&run->start, err == 0 ? START_GO : START_ABORT,
 			      memory_order_release);
-	jp__futex_wake(&run->start, INT_MAX);
+	jp__park_wake(&run->start, INT_MAX);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(ts[i].tid, NULL);
 	JP_HB_FORGET(&run->start);

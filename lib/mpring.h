@@ -29,8 +29,8 @@ JP_MPRING_T {
 	size_t bytes;
 	_Alignas(JP_CACHELINE) _Atomic uint64_t tail;	/* bit 63: closed */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t head;
-	struct jp__qchan not_empty;
-	struct jp__qchan not_full;
+	struct jp__park_chan not_empty JP_ALIGNED_CL;
+	struct jp__park_chan not_full JP_ALIGNED_CL;
 };
 
 static inline _Atomic uint64_t *slot_seq(const JP_MPRING_T *q, uint64_t pos)
@@ -67,8 +67,8 @@ JP_EXPORT JP_MPRING_T *JP_MPRING(_create)(size_t capacity, size_t elem_size)
 	atomic_init(&q->head, 0);
 	JP_BENIGN_RACE(&q->tail, sizeof q->tail, "index, accessed atomically");
 	JP_BENIGN_RACE(&q->head, sizeof q->head, "index, accessed atomically");
-	jp__qchan_init(&q->not_empty);
-	jp__qchan_init(&q->not_full);
+	jp__park_chan_init(&q->not_empty);
+	jp__park_chan_init(&q->not_full);
 	return q;
 }
 
@@ -136,7 +136,7 @@ JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
 	JP_QHB_AFTER(slot_seq(q, pos));
 	jp__qcopy(slot_data(q, pos), elem, q->esize);
 	publish(q, pos);
-	jp__qchan_wake(&q->not_empty, 1);
+	jp__park_chan_wake(&q->not_empty);
 	return 0;
 }
 
@@ -155,7 +155,7 @@ JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t
 		publish(q, pos + i);
 	}
 	if (k > 0)
-		jp__qchan_wake(&q->not_empty, k);
+		jp__park_chan_wake(&q->not_empty);
 	return k;
 }
 
@@ -219,11 +219,11 @@ static void popped(JP_MPRING_T *q, uint64_t pos, size_t k)
 	 */
 	atomic_store_explicit(&q->head, pos + k, memory_order_release);
 	jp__q_fast_fence();
-	jp__qchan_wake_fenced(&q->not_full);
+	jp__park_chan_wake_fenced(&q->not_full);
 	(void)k;
 #else
 	(void)pos;
-	jp__qchan_wake(&q->not_full, k);	/* after the seq_cst CAS of head */
+	jp__park_chan_wake(&q->not_full);	/* after the seq_cst CAS of head */
 #endif
 }
 
@@ -288,7 +288,11 @@ static bool pop_may_sleep(const void *qv)
 JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
 			       const struct timespec *deadline)
 {
-	int r = JP_MPRING(_try_push)(q, elem);
+	int r;
+
+	if (jp_unlikely(jp__deadline_check(deadline) != 0))
+		return EINVAL;
+	r = JP_MPRING(_try_push)(q, elem);
 
 	if (jp_likely(r != EAGAIN))
 		return r;
@@ -300,7 +304,11 @@ JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
 JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,
 			      const struct timespec *deadline)
 {
-	int r = JP_MPRING(_try_pop)(q, elem);
+	int r;
+
+	if (jp_unlikely(jp__deadline_check(deadline) != 0))
+		return EINVAL;
+	r = JP_MPRING(_try_pop)(q, elem);
 
 	if (jp_likely(r != EAGAIN))
 		return r;
@@ -313,8 +321,8 @@ JP_EXPORT void JP_MPRING(_close)(JP_MPRING_T *q)
 	if (q == NULL)
 		return;
 	atomic_fetch_or(&q->tail, JP__Q_CLOSED);
-	jp__qchan_wake_all(&q->not_empty);
-	jp__qchan_wake_all(&q->not_full);
+	jp__park_chan_bump(&q->not_empty);
+	jp__park_chan_bump(&q->not_full);
 }
 
 JP_EXPORT size_t JP_MPRING(_size)(const JP_MPRING_T *q)

@@ -28,6 +28,7 @@
 #include "sync.h"
 #include "options.h"
 #include "os.h"
+#include "park.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -146,10 +147,14 @@ static void spin_adapt(unsigned budget, unsigned used, bool won)
 
 static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *deadline)
 {
-	unsigned limit = spin_limit_get(), spin = 0, i;
+	unsigned limit, spin = 0, i;
 	uint32_t v;
 	int r;
 
+	/* A deadline already past: the caller's attempt was the one. */
+	if (deadline != NULL && jp__deadline_passed(deadline))
+		return ETIMEDOUT;
+	limit = spin_limit_get();
 	if (limit != 0)
 		/* relaxed: see spin_adapt. */
 		spin = atomic_load_explicit(&spin_budget, memory_order_relaxed);
@@ -171,7 +176,7 @@ static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *dea
 	/* acquire: as try_acquire (the exchange may be what takes the lock). */
 	v = atomic_exchange_explicit(w, 2, memory_order_acquire);
 	while (v != 0) {
-		r = jp__futex_wait(w, 2, deadline);
+		r = jp__park_wait(w, 2, deadline);
 		if (r == ETIMEDOUT)
 			return ETIMEDOUT;
 		/*
@@ -195,12 +200,7 @@ static inline void unlock_raw(_Atomic uint32_t *w)
 {
 	/* release: the critical section happens before the next owner's. */
 	if (atomic_exchange_explicit(w, 0, memory_order_release) == 2)
-		jp__futex_wake(w, 1);
-}
-
-static bool deadline_ok(const struct timespec *d)
-{
-	return d == NULL || (d->tv_nsec >= 0 && d->tv_nsec < 1000000000L);
+		jp__park_wake(w, 1);
 }
 
 /* The slow branch of lock and timedlock: mode is not PLAIN. */
@@ -214,11 +214,8 @@ static JP_NOINLINE int lock_checked(jp_mutex_t *m, void *pc, const struct timesp
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 	if (mode & JP_SYNC_LOCKDEP)
 		jp__lockdep_before_lock(m, pc);
-	if (!try_acquire(w)) {
-		if (!deadline_ok(deadline))
-			return EINVAL;
+	if (!try_acquire(w))
 		r = lock_slow(w, deadline);
-	}
 	if (r == 0) {
 		if (mode & JP_SYNC_VALGRIND)
 			JP_HB_AFTER(m);
@@ -313,17 +310,16 @@ JP_EXPORT int jp_mutex_timedlock(jp_mutex_t *m, const struct timespec *deadline)
 {
 	int r;
 
+	if (jp__deadline_check(deadline) != 0)
+		return EINVAL;
 	TSAN(__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock));
 	/* relaxed: see jp__sync_mode_get. */
-	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN)) {
+	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN))
 		r = lock_checked(m, __builtin_return_address(0), deadline);
-	} else if (try_acquire(jp__mutex_word(m))) {
+	else if (try_acquire(jp__mutex_word(m)))
 		r = 0;
-	} else if (!deadline_ok(deadline)) {
-		r = EINVAL;
-	} else {
+	else
 		r = lock_slow(jp__mutex_word(m), deadline);
-	}
 	TSAN(__tsan_mutex_post_lock(m, __tsan_mutex_try_lock |
 				    (r == 0 ? 0 : __tsan_mutex_try_lock_failed), 0));
 	return r;

@@ -21,6 +21,16 @@ extern char **environ;
 
 /* ---- futex ------------------------------------------------------------ */
 
+/*
+ * On 32-bit targets built with a 64-bit time_t (_TIME_BITS=64), struct
+ * timespec is the kernel's __kernel_timespec only for futex_time64.
+ */
+#if defined(SYS_futex_time64) && !defined(__LP64__)
+# define JP_SYS_FUTEX_WAIT (sizeof(time_t) > sizeof(long) ? SYS_futex_time64 : SYS_futex)
+#else
+# define JP_SYS_FUTEX_WAIT SYS_futex
+#endif
+
 int jp__futex_wait(const _Atomic uint32_t *word, uint32_t expected,
 		   const struct timespec *deadline)
 {
@@ -30,12 +40,16 @@ int jp__futex_wait(const _Atomic uint32_t *word, uint32_t expected,
 	 * FUTEX_WAIT_BITSET takes an absolute timeout, measured on
 	 * CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME is given: exactly the
 	 * deadline of the public API, with no conversion and no drift when a
-	 * signal interrupts the wait and the caller waits again.
+	 * signal interrupts the wait and the caller waits again.  The kernel
+	 * refuses a negative tv_sec or a tv_nsec out of range (EINVAL): park.c
+	 * answers those before they get here, and so does this check.
 	 */
 	if (deadline != NULL &&
 	    (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
 		return EINVAL;
-	r = syscall(SYS_futex, (const uint32_t *)word,
+	if (deadline != NULL && deadline->tv_sec < 0)
+		return ETIMEDOUT;
+	r = syscall(JP_SYS_FUTEX_WAIT, (const uint32_t *)word,
 		    FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected, deadline,
 		    NULL, FUTEX_BITSET_MATCH_ANY);
 	if (r == 0)
@@ -44,11 +58,16 @@ int jp__futex_wait(const _Atomic uint32_t *word, uint32_t expected,
 	case ETIMEDOUT:
 		return ETIMEDOUT;
 	case EAGAIN:	/* *word != expected when the kernel looked */
-	case EINTR:	/* a signal: the caller re-checks and waits again */
 		return 0;
+	case EINTR:	/* a signal: park.c waits again, to the same deadline */
+		return EINTR;
 	default:
-		/* EFAULT or EINVAL: a corrupted lock word or a bad pointer. */
-		jp__die("futex wait failed (corrupted synchronisation object?)");
+		/*
+		 * EFAULT or EINVAL with a valid deadline: the word is not
+		 * mapped or not aligned, which no valid object can be.
+		 */
+		jp__die_ptr("futex wait on an unmapped or misaligned word",
+			    (const void *)word);
 	}
 }
 

@@ -21,10 +21,12 @@
 
 /*
  * Sleep while *word == expected, until woken or until the absolute
- * CLOCK_MONOTONIC deadline (NULL: no deadline).  Returns 0 when woken, when
- * *word was not expected (EAGAIN from the kernel) or when interrupted by a
- * signal (EINTR): the caller re-checks its condition in every case.  Returns
- * ETIMEDOUT once the deadline has passed.
+ * CLOCK_MONOTONIC deadline (NULL: no deadline).  Returns 0 when woken or
+ * when *word was not expected (EAGAIN from the kernel), EINTR when a signal
+ * interrupted the sleep, ETIMEDOUT once the deadline has passed (at once
+ * for a negative tv_sec), EINVAL for a tv_nsec out of range.  The
+ * synchronisation layer calls it only through jp__park_wait (park.h), which
+ * waits again after EINTR.
  */
 int jp__futex_wait(const _Atomic uint32_t *word, uint32_t expected,
 		   const struct timespec *deadline);

@@ -12,39 +12,25 @@
  * consumer that finds head == (tail & ~CLOSED) with the bit set knows
  * nothing more can come and returns EPIPE.
  *
- * Parking.  A blocked caller spins a little, then sleeps on a channel: a
- * 32-bit futex word "seq" (an event counter) and a count of registered
- * waiters.  The classic sequence, which loses no wake-up:
- *
- *     waiter                              waker
- *     waiters += 1         (seq_cst)      publish: RMW or store on tail/head
- *     s = seq                                      (seq_cst)
- *     re-check the indices (seq_cst)      n = exchange(waiters, 0) (seq_cst)
- *     futex_wait(&seq, s)                 if (n) seq += 1, futex_wake(&seq, all)
- *
- * Both sides are a store followed by a load of the other side's variable
- * (Dekker): with all of them seq_cst, at least one side sees the other, so
- * either the waiter's re-check sees the new index and does not sleep, or the
- * waker sees the registration and bumps seq, which the waiter read before
- * its re-check, so futex_wait returns at once or is woken.  (If the waiter
- * reads the bumped seq, it also sees the publication that came before it.)
- *
- * The waker takes every registration at once and wakes every sleeper, who
- * register again if they still have to wait.  So while a woken thread is on
- * its way, later operations see no waiter and make no system call: one
- * wake-up per sleep, not one per element.  A waiter that leaves on its own
- * (timeout) leaves its registration behind; it costs the next waker one
- * spurious futex_wake, never a missed one.  When nobody waits, the waker
- * pays one load of a line that nobody writes.  (The exchange is only
- * reached when the load sees a registration.)  On x86 the seq_cst RMWs and
- * loads cost nothing extra; the seq_cst store of a single consumer's head
- * is an xchg.
+ * Parking.  A blocked caller spins a little, then sleeps on a channel of
+ * park.h (a futex word "seq", an event counter, and a count of registered
+ * waiters), by the parking protocol written there: the waiter registers,
+ * reads seq, re-checks the indices, sleeps; the waker publishes (an RMW or
+ * store on tail/head, seq_cst or fenced), reads the count and, when it is
+ * not 0, takes every registration and wakes every sleeper, who register
+ * again if they still have to wait.  So while a woken thread is on its
+ * way, later operations see no waiter and make no system call: one wake-up
+ * per sleep, not one per element.  When nobody waits, the waker pays one
+ * load of a line that nobody writes.  On x86 the seq_cst RMWs and loads
+ * cost nothing extra; the seq_cst store of a single consumer's head is an
+ * xchg.
  */
 #ifndef JP_QUEUE_INTERNAL_H
 #define JP_QUEUE_INTERNAL_H
 
 #include "jp_internal.h"
 #include "os.h"
+#include "park.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -54,24 +40,6 @@
 
 #define JP__Q_CLOSED (UINT64_C(1) << 63)
 #define JP__Q_POS(t) ((t) & ~JP__Q_CLOSED)
-
-struct jp__qchan {
-	_Atomic uint32_t seq;		/* event counter, the futex word */
-	_Atomic uint32_t waiters;	/* callers between registering and leaving */
-} JP_ALIGNED_CL;
-
-void jp__qchan_wake_all(struct jp__qchan *c);
-
-/* Called after the caller's seq_cst publication: wake the sleepers. */
-static inline void jp__qchan_wake(struct jp__qchan *c, size_t n)
-{
-	(void)n;
-	/* seq_cst: the load must not pass the publication before it (Dekker). */
-	if (jp_likely(atomic_load(&c->waiters) == 0))
-		return;
-	if (atomic_exchange(&c->waiters, 0) != 0)
-		jp__qchan_wake_all(c);
-}
 
 /* Copy one element; pointer-sized elements (the common case) inline. */
 static inline void jp__qcopy(void *dst, const void *src, size_t n)
@@ -123,17 +91,6 @@ static inline void jp__q_slow_fence(void)
 		atomic_thread_fence(memory_order_seq_cst);
 }
 
-/* jp__qchan_wake for a waker whose publication was a plain store followed
- * by jp__q_fast_fence(). */
-static inline void jp__qchan_wake_fenced(struct jp__qchan *c)
-{
-	/* relaxed: ordered after the publication by jp__q_fast_fence. */
-	if (jp_likely(atomic_load_explicit(&c->waiters, memory_order_relaxed) == 0))
-		return;
-	if (atomic_exchange(&c->waiters, 0) != 0)
-		jp__qchan_wake_all(c);
-}
-
 typedef int (*jp__qtry_fn)(void *q, void *elem);
 typedef bool (*jp__qsleep_fn)(const void *q);
 
@@ -147,12 +104,9 @@ typedef bool (*jp__qsleep_fn)(const void *q);
  * or an operation is in flight).  asym: the wakers publish with plain
  * stores (SPSC), so the re-check follows jp__q_slow_fence().
  */
-int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
+int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
 	       jp__qsleep_fn may_sleep, void *elem,
 	       const struct timespec *deadline, bool asym);
-/* Initialise a channel (and tell valgrind its words are atomics). */
-void jp__qchan_init(struct jp__qchan *c);
-/* Bump seq and wake every sleeper (jp__qchan_wake, close). */
 
 /*
  * Map a queue: a header of hdr bytes followed by a ring of capacity slots of

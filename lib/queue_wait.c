@@ -1,6 +1,6 @@
 /*
- * queue_wait.c - parking blocked queue callers on a futex word, and the
- * mapping of rings.  See queue_internal.h for the protocol.
+ * queue_wait.c - parking blocked queue callers (on a channel of park.h),
+ * and the mapping of rings.  See queue_internal.h for the protocol.
  */
 #include "queue_internal.h"
 
@@ -14,26 +14,15 @@
  * cores), it gets to run and make room without a sleep and a wake-up. */
 #define JP__Q_YIELDS 8
 
-static bool deadline_passed(const struct timespec *deadline)
-{
-	struct timespec now;
-
-	if (deadline == NULL)
-		return false;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > deadline->tv_sec ||
-	       (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
-}
-
-int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
+int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
 	       jp__qsleep_fn may_sleep, void *elem,
 	       const struct timespec *deadline, bool asym)
 {
 	int r;
 
-	if (deadline != NULL &&
-	    (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
-		return EINVAL;
+	/* The caller made the one attempt a past deadline allows (park.h). */
+	if (jp__deadline_passed(deadline))
+		return ETIMEDOUT;
 	for (;;) {
 		uint32_t s;
 		bool sleep;
@@ -50,29 +39,26 @@ int jp__qblock(void *q, struct jp__qchan *c, jp__qtry_fn try_op,
 			else
 				sched_yield();
 		}
-		/* seq_cst, both: the waiter's half of the Dekker pair.  The
-		 * registration is taken back by the waker (queue_internal.h). */
-		atomic_fetch_add(&c->waiters, 1);
-		s = atomic_load(&c->seq);	/* read BEFORE the re-check */
+		/* The waiter's half of park.h's pairing; the registration is
+		 * taken back by the waker (jp__park_chan_wake). */
+		s = jp__park_enter(&c->waiters, &c->seq);	/* BEFORE the re-check */
 		if (asym)
 			jp__q_slow_fence();	/* see queue_internal.h */
 		sleep = may_sleep(q);		/* the re-check, seq_cst loads */
 		if (sleep)
-			w = jp__futex_wait(&c->seq, s, deadline);
+			w = jp__park_wait(&c->seq, s, deadline);
 		if (w == ETIMEDOUT) {
 			/* One last try: an element may have come with the deadline. */
 			r = try_op(q, elem);
 			return r == EAGAIN ? ETIMEDOUT : r;
 		}
-		if (w != 0)
-			return w;
 		if (!sleep) {
 			/*
 			 * Another caller has claimed a slot and not yet
 			 * finished copying: it will, without telling us, so
 			 * give it the CPU rather than sleep.
 			 */
-			if (deadline_passed(deadline)) {
+			if (jp__deadline_passed(deadline)) {
 				r = try_op(q, elem);
 				return r == EAGAIN ? ETIMEDOUT : r;
 			}
@@ -98,20 +84,6 @@ __attribute__((constructor)) static void asym_init(void)
 #endif
 }
 
-
-void jp__qchan_init(struct jp__qchan *c)
-{
-	atomic_init(&c->seq, 0);
-	atomic_init(&c->waiters, 0);
-	JP_BENIGN_RACE(&c->seq, sizeof c->seq, "futex word, accessed atomically");
-	JP_BENIGN_RACE(&c->waiters, sizeof c->waiters, "waiter count, accessed atomically");
-}
-
-void jp__qchan_wake_all(struct jp__qchan *c)
-{
-	atomic_fetch_add(&c->seq, 1);
-	jp__futex_wake(&c->seq, 0x7fffffff);
-}
 
 void *jp__qmap(size_t hdr, size_t capacity, size_t elem_size,
 	       size_t slot_overhead, size_t align, size_t *cap,

@@ -50,8 +50,8 @@ struct jp_spsc {
 	/* The consumer's line. */
 	_Alignas(JP_CACHELINE) _Atomic uint64_t head;
 	uint64_t tail_cache;	/* the consumer's copy of tail, without the bit */
-	struct jp__qchan not_empty;	/* the consumer sleeps here */
-	struct jp__qchan not_full;	/* the producer sleeps here */
+	struct jp__park_chan not_empty JP_ALIGNED_CL;	/* the consumer sleeps here */
+	struct jp__park_chan not_full JP_ALIGNED_CL;	/* the producer sleeps here */
 };
 
 JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
@@ -74,8 +74,8 @@ JP_EXPORT jp_spsc_t *jp_spsc_create(size_t capacity, size_t elem_size)
 	JP_BENIGN_RACE(&q->close_req, sizeof q->close_req, "flag, accessed atomically");
 	JP_BENIGN_RACE(&q->tail, sizeof q->tail, "index, accessed atomically");
 	JP_BENIGN_RACE(&q->head, sizeof q->head, "index, accessed atomically");
-	jp__qchan_init(&q->not_empty);
-	jp__qchan_init(&q->not_full);
+	jp__park_chan_init(&q->not_empty);
+	jp__park_chan_init(&q->not_full);
 	return q;
 }
 
@@ -104,7 +104,7 @@ static inline void push_end(struct jp_spsc *q, bool published)
 	atomic_store_explicit(&q->busy, 0, memory_order_release);
 	if (published) {
 		jp__q_fast_fence();	/* the store of tail before the load of waiters */
-		jp__qchan_wake_fenced(&q->not_empty);
+		jp__park_chan_wake_fenced(&q->not_empty);
 	}
 }
 
@@ -143,7 +143,7 @@ JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 static inline void consumed(struct jp_spsc *q)
 {
 	jp__q_fast_fence();	/* the store of head before the load of waiters */
-	jp__qchan_wake_fenced(&q->not_full);
+	jp__park_chan_wake_fenced(&q->not_full);
 }
 
 JP_EXPORT int jp_spsc_try_pop(jp_spsc_t *q, void *elem)
@@ -196,7 +196,11 @@ static bool pop_may_sleep(const void *qv)
 JP_EXPORT int jp_spsc_push(jp_spsc_t *q, const void *elem,
 			   const struct timespec *deadline)
 {
-	int r = jp_spsc_try_push(q, elem);
+	int r;
+
+	if (jp_unlikely(jp__deadline_check(deadline) != 0))
+		return EINVAL;
+	r = jp_spsc_try_push(q, elem);
 
 	if (jp_likely(r != EAGAIN))
 		return r;
@@ -207,7 +211,11 @@ JP_EXPORT int jp_spsc_push(jp_spsc_t *q, const void *elem,
 JP_EXPORT int jp_spsc_pop(jp_spsc_t *q, void *elem,
 			  const struct timespec *deadline)
 {
-	int r = jp_spsc_try_pop(q, elem);
+	int r;
+
+	if (jp_unlikely(jp__deadline_check(deadline) != 0))
+		return EINVAL;
+	r = jp_spsc_try_pop(q, elem);
 
 	if (jp_likely(r != EAGAIN))
 		return r;
@@ -299,8 +307,8 @@ JP_EXPORT void jp_spsc_close(jp_spsc_t *q)
 	}
 	JP_QHB_AFTER(&q->busy);
 	atomic_fetch_or(&q->tail, JP__Q_CLOSED);
-	jp__qchan_wake_all(&q->not_empty);
-	jp__qchan_wake_all(&q->not_full);
+	jp__park_chan_bump(&q->not_empty);
+	jp__park_chan_bump(&q->not_full);
 }
 
 JP_EXPORT size_t jp_spsc_size(const jp_spsc_t *q)

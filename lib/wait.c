@@ -20,14 +20,12 @@
  *            signal with nobody waiting makes no system call either.
  * A notify reads the counts and makes no system call when they are zero.
  *
- * Why no wakeup is lost (the store-buffering pattern, with seq_cst on both
- * sides): a waiter counts itself in (seq_cst read-modify-write), then reads
- * the object; the notifier's caller stores the new value, then the notifier
- * issues a seq_cst fence and reads the count.  Either the waiter sees the
- * new value and does not sleep, or the notifier sees the waiter counted and
- * wakes it.  A proxy waiter also reads seq before its last look at the
- * object, and the kernel sleeps only while seq still holds that, so a
- * notify between the look and the sleep is not lost either.
+ * Why no wakeup is lost: the parking protocol of park.h, with the count
+ * "direct" or "proxy" and the word the object itself or seq.  The
+ * notifier's caller stores the new value; the notifier issues a seq_cst
+ * fence and reads the counts.  A proxy waiter reads seq before its last
+ * look at the object, so a notify between the look and the sleep is not
+ * lost either.
  *
  * Shared proxies: when objects A and B share a state, notify_one(A) could
  * wake a B waiter and leave A's asleep.  So a proxy notify_one wakes one
@@ -38,6 +36,7 @@
  */
 #include "sync.h"
 #include "os.h"
+#include "park.h"
 
 #include <errno.h>
 #include <jpsync/wait.h>
@@ -127,30 +126,27 @@ JP_EXPORT int jp_wait(const void *addr, const void *expected, size_t size,
 		return EINVAL;
 	if (((uintptr_t)addr & (size - 1)) != 0)
 		return EINVAL;
-	if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L))
+	if (jp__deadline_check(deadline) != 0)
 		return EINVAL;
 	mode = jp__sync_mode_get();
 	if (mode & JP_SYNC_VALGRIND)
 		JP_BENIGN_RACE(addr, size, "jp_wait object: read atomically");
 	want = load_expected(expected, size);
 	s = state_for(addr);
+	if (load_obj(addr, size) == want && jp__deadline_passed(deadline))
+		return ETIMEDOUT;	/* the one attempt was the load */
 	while (load_obj(addr, size) == want) {
 		if (size == 4) {
-			/* seq_cst: the waiter's half of the pattern above. */
-			atomic_fetch_add(&s->direct, 1);
-			r = jp__futex_wait((const _Atomic uint32_t *)addr, (uint32_t)want, deadline);
-			/* relaxed: leaving only makes a later notify cheaper. */
-			atomic_fetch_sub_explicit(&s->direct, 1, memory_order_relaxed);
+			/* The object is its own word (park.h). */
+			jp__park_register(&s->direct);
+			r = jp__park_wait((const _Atomic uint32_t *)addr, (uint32_t)want, deadline);
+			jp__park_leave(&s->direct);
 		} else {
-			uint32_t seq;
+			uint32_t seq = jp__park_enter(&s->proxy, &s->seq);
 
-			/* seq_cst: the waiter's half of the pattern above. */
-			atomic_fetch_add(&s->proxy, 1);
-			seq = atomic_load(&s->seq);
 			if (load_obj(addr, size) == want)
-				r = jp__futex_wait(&s->seq, seq, deadline);
-			/* relaxed: as above. */
-			atomic_fetch_sub_explicit(&s->proxy, 1, memory_order_relaxed);
+				r = jp__park_wait(&s->seq, seq, deadline);
+			jp__park_leave(&s->proxy);
 		}
 		if (r == ETIMEDOUT)
 			break;
@@ -178,13 +174,11 @@ static void notify(const void *addr, int all)
 	if (direct != 0 && ((uintptr_t)addr & 3) == 0) {
 		/* relaxed: a statistic for the tests. */
 		atomic_fetch_add_explicit(&wake_calls, 1, memory_order_relaxed);
-		jp__futex_wake((const _Atomic uint32_t *)addr, all ? INT_MAX : 1);
+		jp__park_wake((const _Atomic uint32_t *)addr, all ? INT_MAX : 1);
 	}
 	if (proxy != 0) {
-		/* release: pairs with the proxy waiter's read of seq. */
-		atomic_fetch_add_explicit(&s->seq, 1, memory_order_release);
 		atomic_fetch_add_explicit(&wake_calls, 1, memory_order_relaxed);
-		jp__futex_wake(&s->seq, all || proxy > 1 ? INT_MAX : 1);
+		jp__park_bump_wake(&s->seq, all || proxy > 1 ? INT_MAX : 1);
 	}
 }
 

@@ -11,7 +11,7 @@ set -u
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: runs the detectors itself"; exit 77; fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 srcs=""
-for f in mutex.c cond.c wait.c lockdep.c os.c options.c; do srcs="$srcs $top_srcdir/lib/$f"; done
+for f in mutex.c cond.c wait.c park.c lockdep.c os.c options.c; do srcs="$srcs $top_srcdir/lib/$f"; done
 inc="-I$top_builddir -I$top_srcdir/include -I$top_builddir/include -I$top_srcdir/lib"
 prog="$top_srcdir/tests/race-counter.c"
 fail=0 ran=0

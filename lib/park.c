@@ -1,0 +1,60 @@
+/*
+ * park.c - the parking protocol of park.h: deadlines, the futex wait that a
+ * signal does not end, channels.
+ */
+#include "park.h"
+#include "os.h"
+
+#include <limits.h>
+
+bool jp__deadline_passed(const struct timespec *deadline)
+{
+	struct timespec now;
+
+	if (deadline == NULL)
+		return false;
+	if (deadline->tv_sec < 0)
+		return true;	/* before the clock's epoch: always past */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > deadline->tv_sec ||
+	       (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+int jp__park_wait(const _Atomic uint32_t *word, uint32_t seen,
+		  const struct timespec *deadline)
+{
+	int r;
+
+	/* The kernel refuses a negative tv_sec (EINVAL); it is simply past. */
+	if (deadline != NULL && deadline->tv_sec < 0)
+		return ETIMEDOUT;
+	/*
+	 * An interrupted wait is issued again with the same absolute
+	 * deadline: if the word moved meanwhile the kernel says so (EAGAIN)
+	 * and we return 0, so no wake-up is lost and none is invented.
+	 */
+	do
+		r = jp__futex_wait(word, seen, deadline);
+	while (r == EINTR);
+	return r == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+int jp__park_wake(const _Atomic uint32_t *word, int n)
+{
+	return jp__futex_wake(word, n);
+}
+
+void jp__park_chan_init(struct jp__park_chan *c)
+{
+	atomic_init(&c->seq, 0);
+	atomic_init(&c->waiters, 0);
+	JP_BENIGN_RACE(&c->seq, sizeof c->seq, "futex word, accessed atomically");
+	JP_BENIGN_RACE(&c->waiters, sizeof c->waiters, "waiter count, accessed atomically");
+}
+
+void jp__park_chan_bump(struct jp__park_chan *c)
+{
+	/* seq_cst: after the waker's change of the state (park.h). */
+	atomic_fetch_add(&c->seq, 1);
+	jp__futex_wake(&c->seq, INT_MAX);
+}
