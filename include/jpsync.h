@@ -9,6 +9,7 @@
 
 #include <jpsync/version.h>
 #include <jpsync/hammer.h>
+#include <jpsync/deadline.h>
 
 /* allocator */
 #include <jpsync/alloc.h>
