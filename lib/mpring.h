@@ -9,7 +9,11 @@
  * 2p + 1 means the element of p is published for its consumer, who frees the
  * slot for position p + capacity by storing seq = 2(p + capacity).  (Vyukov
  * uses p and p + 1; doubling keeps "published for p" and "free for p + 1"
- * apart when the capacity is 1.)  A producer
+ * apart when the capacity is 1.)  The slot stores seq - 2(p & mask), the
+ * same for every position of a slot but the lap (seq_free and seq_full
+ * below): a fresh ring, all zero, is every slot free for its first
+ * position, so creating a queue writes no slot and costs no memory until
+ * the slots are used, whatever the capacity.  A producer
  * claims p with a compare-exchange on tail (which also carries the closed
  * bit, see queue_internal.h), copies, and publishes with a release store of
  * seq; a consumer reads seq with acquire, so the copy into the slot happened
@@ -38,6 +42,17 @@ static inline _Atomic uint64_t *slot_seq(const JP_MPRING_T *q, uint64_t pos)
 	return (_Atomic uint64_t *)(void *)(q->ring + (pos & q->mask) * q->stride);
 }
 
+/* The stored sequence numbers of position pos: free for it, published. */
+static inline uint64_t seq_free(const JP_MPRING_T *q, uint64_t pos)
+{
+	return 2 * (pos & ~(uint64_t)q->mask);
+}
+
+static inline uint64_t seq_full(const JP_MPRING_T *q, uint64_t pos)
+{
+	return seq_free(q, pos) + 1;
+}
+
 static inline unsigned char *slot_data(const JP_MPRING_T *q, uint64_t pos)
 {
 	return q->ring + (pos & q->mask) * q->stride + sizeof(uint64_t);
@@ -57,12 +72,14 @@ JP_EXPORT JP_MPRING_T *JP_MPRING(_create)(size_t capacity, size_t elem_size)
 	q->esize = elem_size;
 	q->stride = stride;
 	q->bytes = bytes;
-	for (uint64_t i = 0; i < cap; i++) {
-		atomic_init(slot_seq(q, i), 2 * i);
-		if (JP_ON_VALGRIND())
-			JP_BENIGN_RACE(slot_seq(q, i), sizeof(uint64_t),
-				       "slot sequence number, accessed atomically");
-	}
+	/*
+	 * The mapping is zero: every slot is free for its first position.
+	 * The whole ring in one annotation, not one per slot, so that a ring
+	 * is created at once under valgrind too: the sequence numbers are
+	 * atomics, and the element copies are ordered by the happens-before
+	 * annotations of publish() and release_slot().
+	 */
+	JP_BENIGN_RACE(q->ring, cap * stride, "queue slots: atomic sequence numbers");
 	atomic_init(&q->tail, 0);
 	atomic_init(&q->head, 0);
 	JP_BENIGN_RACE(&q->tail, sizeof q->tail, "index, accessed atomically");
@@ -82,7 +99,9 @@ JP_EXPORT void JP_MPRING(_destroy)(JP_MPRING_T *q)
  * Claim up to n consecutive free positions from tail; returns how many
  * (0: full, or closed with *closed set) and the first in *first.
  */
-static size_t claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed)
+/* Inlined, so that the one-element calls are specialised (n == 1). */
+static inline __attribute__((always_inline)) size_t
+claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed)
 {
 	/* relaxed: a guess, validated by the slot's seq and the CAS. */
 	uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
@@ -97,7 +116,7 @@ static size_t claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed
 		}
 		/* acquire: the consumer's copy out of the slot happened before. */
 		while (k < n && k <= q->mask &&
-		       atomic_load_explicit(slot_seq(q, pos + k), memory_order_acquire) == 2 * (pos + k))
+		       atomic_load_explicit(slot_seq(q, pos + k), memory_order_acquire) == seq_free(q, pos + k))
 			k++;
 		if (k == 0) {
 			uint64_t t = atomic_load(&q->tail);
@@ -121,7 +140,7 @@ static void publish(JP_MPRING_T *q, uint64_t pos)
 {
 	JP_QHB_BEFORE(slot_seq(q, pos));
 	/* release: the copy into the slot happens before the consumer's read. */
-	atomic_store_explicit(slot_seq(q, pos), 2 * pos + 1, memory_order_release);
+	atomic_store_explicit(slot_seq(q, pos), seq_full(q, pos), memory_order_release);
 }
 
 JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
@@ -163,7 +182,8 @@ JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t
  * Claim up to n consecutive published positions from head; 0 when none is
  * published, with *status EAGAIN or (closed and drained) EPIPE.
  */
-static size_t claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
+static inline __attribute__((always_inline)) size_t
+claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
 {
 	/* relaxed: a guess, validated by the slot's seq and the CAS. */
 	uint64_t pos = atomic_load_explicit(&q->head, memory_order_relaxed);
@@ -173,7 +193,7 @@ static size_t claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
 
 		/* acquire: the producer's copy into the slot happened before. */
 		while (k < n && k <= q->mask &&
-		       atomic_load_explicit(slot_seq(q, pos + k), memory_order_acquire) == 2 * (pos + k) + 1)
+		       atomic_load_explicit(slot_seq(q, pos + k), memory_order_acquire) == seq_full(q, pos + k))
 			k++;
 		if (k == 0) {
 			uint64_t t = atomic_load(&q->tail);
@@ -204,7 +224,8 @@ static void release_slot(JP_MPRING_T *q, uint64_t pos)
 {
 	JP_QHB_BEFORE(slot_seq(q, pos));
 	/* release: our copy out happens before the next producer's copy in. */
-	atomic_store_explicit(slot_seq(q, pos), 2 * (pos + q->mask + 1), memory_order_release);
+	atomic_store_explicit(slot_seq(q, pos), seq_free(q, pos + q->mask + 1),
+			      memory_order_release);
 }
 
 static void popped(JP_MPRING_T *q, uint64_t pos, size_t k)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 #ifdef HAVE_SYS_AUXV_H
 # include <sys/auxv.h>
@@ -140,6 +141,17 @@ int jp__os_remap(void **addr, size_t old_size, size_t new_size)
 		return errno == EAGAIN ? ENOMEM : errno;
 	*addr = p;
 	return 0;
+}
+
+size_t jp__os_mem_bytes(void)
+{
+	struct sysinfo si;
+	unsigned long long total;
+
+	if (sysinfo(&si) != 0 || si.mem_unit == 0)
+		return SIZE_MAX;
+	total = ((unsigned long long)si.totalram + si.totalswap) * si.mem_unit;
+	return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
 size_t jp__os_rss(void)

@@ -44,6 +44,9 @@ int jp__os_unmap(void *addr, size_t size);
 int jp__os_decommit(void *addr, size_t size);
 /* Grow or shrink a mapping, moving it if needed; *addr is updated. */
 int jp__os_remap(void **addr, size_t old_size, size_t new_size);
+/* The machine's memory, RAM and swap, in bytes (SIZE_MAX if unknown): no
+ * mapping larger than this can ever be filled. */
+size_t jp__os_mem_bytes(void);
 /* Resident set size of the process, in bytes (0 if unknown). */
 size_t jp__os_rss(void);
 

@@ -4,7 +4,10 @@
  * The objects live in one mapping (demand-paged: an object's memory is
  * touched first by its user).  Free objects are on a lock-free stack of
  * 32-bit indices whose links live in a separate array, so the pool never
- * writes into a free object; the top of the stack is a 64-bit word holding
+ * writes into a free object.  Link i is stored xor (i + 1), so that the
+ * fresh, all-zero array already chains every index to the next and the
+ * last to cap (none): creating a pool writes no link, and costs no memory
+ * for them until they are used, whatever the capacity.  The top of the stack is a 64-bit word holding
  * the index (+1, 0 = empty) and a 32-bit tag bumped by every change, so a
  * compare-exchange cannot succeed on a top that was popped and pushed back
  * in between (ABA).  A batch moves with one compare-exchange: a chain is
@@ -75,6 +78,18 @@ static inline uint32_t index_of(const struct jp_pool *p, const void *obj)
 
 /* ---- the shared stack ---------------------------------------------------- */
 
+/* The links, stored xor (i + 1) (see the top).  relaxed, both: the top's
+ * exchange orders them. */
+static inline uint32_t link_get(const struct jp_pool *p, uint32_t i)
+{
+	return atomic_load_explicit(&p->next[i], memory_order_relaxed) ^ (i + 1);
+}
+
+static inline void link_set(struct jp_pool *p, uint32_t i, uint32_t next)
+{
+	atomic_store_explicit(&p->next[i], next ^ (i + 1), memory_order_relaxed);
+}
+
 /* Push the chain first..last (already linked) with one compare-exchange. */
 static void stack_push(struct jp_pool *p, uint32_t first, uint32_t last)
 {
@@ -86,7 +101,7 @@ static void stack_push(struct jp_pool *p, uint32_t first, uint32_t last)
 	do {
 		uint32_t t = (uint32_t)top;
 
-		atomic_store_explicit(&p->next[last], t ? t - 1 : NONE, memory_order_relaxed);
+		link_set(p, last, t ? t - 1 : NONE);
 		nt = ((top >> 32) + 1) << 32 | ((uint64_t)first + 1);
 		/* release: the link above and the user's writes to the objects
 		 * happen before the getter's acquire. */
@@ -111,10 +126,10 @@ static size_t stack_pop(struct jp_pool *p, uint32_t *out, size_t n)
 		i -= 1;
 		while (k < n && i != NONE) {
 			out[k++] = i;
-			/* relaxed: may be stale; then the tag check fails below. */
-			i = atomic_load_explicit(&p->next[i], memory_order_relaxed);
-			if (i != NONE && i >= p->cap)
-				i = NONE;	/* a torn walk; the exchange will fail */
+			/* May be stale; then the tag check fails below. */
+			i = link_get(p, i);
+			if (i >= p->cap)
+				i = NONE;	/* the end (cap), or a torn walk */
 		}
 		nt = ((top >> 32) + 1) << 32 | (i == NONE ? 0 : (uint64_t)i + 1);
 		/* acquire on success: the objects' last user's writes (before
@@ -139,7 +154,7 @@ static void push_objs(struct jp_pool *p, void *const *objs, size_t n)
 	for (size_t k = 1; k < n; k++) {
 		uint32_t i = index_of(p, objs[k]);
 
-		atomic_store_explicit(&p->next[prev], i, memory_order_relaxed);	/* private chain */
+		link_set(p, prev, i);	/* a private chain */
 		prev = i;
 	}
 	stack_push(p, first, prev);
@@ -228,6 +243,12 @@ JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned f
 	align = stride & -stride;	/* the largest power of two dividing it */
 	meta = sizeof *p + cap * sizeof(uint32_t) + cap;
 	meta = (meta + page - 1) & ~(page - 1);
+	/* Demand-paged, but never more than the machine could hold (as the
+	 * queues, queue_wait.c). */
+	if (stride * cap > jp__os_mem_bytes() - meta) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (jp__os_map(&m, meta) != 0) {
 		errno = ENOMEM;
 		return NULL;
@@ -251,8 +272,7 @@ JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned f
 	p->shift = (stride & (stride - 1)) == 0 ? (unsigned)__builtin_ctzl(stride) : 0;
 	p->flags = flags;
 	p->check = jp__options()->check;
-	for (size_t i = 0; i < cap; i++)
-		atomic_init(&p->next[i], i + 1 < cap ? (uint32_t)i + 1 : NONE);
+	/* The links are all zero: every index chained to the next (see the top). */
 	JP_BENIGN_RACE(p->next, cap * sizeof(uint32_t), "free-stack links, accessed atomically");
 	JP_BENIGN_RACE(p->state, cap, "JPSYNC_CHECK flags, accessed atomically");
 	atomic_init(&p->top, 1);	/* index 0, tag 0 */

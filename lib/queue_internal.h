@@ -112,7 +112,8 @@ int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
  * Map a queue: a header of hdr bytes followed by a ring of capacity slots of
  * slot_overhead + elem_size bytes rounded up to align.  Returns the mapping
  * (zeroed) with *cap (power of two), *stride and *bytes filled, or NULL with
- * errno EINVAL (bad sizes) or ENOMEM.
+ * errno EINVAL (bad sizes) or ENOMEM (more than the machine's memory, or no
+ * mapping).
  */
 void *jp__qmap(size_t hdr, size_t capacity, size_t elem_size,
 	       size_t slot_overhead, size_t align, size_t *cap,

@@ -108,6 +108,16 @@ void *jp__qmap(size_t hdr, size_t capacity, size_t elem_size,
 		return NULL;
 	}
 	total = (hdr + s * c + page - 1) & ~(page - 1);
+	/*
+	 * The ring is demand-paged and nothing writes its slots before they
+	 * are used, so creation is quick at any size; but a ring larger than
+	 * the machine's memory could never be filled: refuse it now rather
+	 * than let the OOM killer decide later.
+	 */
+	if (total > jp__os_mem_bytes()) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	r = jp__os_map(&m, total);
 	if (r != 0) {
 		errno = ENOMEM;

@@ -10,8 +10,10 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const unsigned modes[] = { 0, JP_POOL_THREAD_CACHE };
@@ -97,6 +99,61 @@ static void test_bad_arguments(void)
 	CU_ASSERT_EQUAL(jp_pool_capacity(NULL), 0);
 	jp_pool_put(NULL, NULL);
 	jp_pool_destroy(NULL);
+}
+
+/*
+ * Huge capacities, in a child that SIGALRM kills after 10 s: created at
+ * once with no memory spent until objects are used, or ENOMEM when the
+ * machine could never hold them.  (Creation used to write every link of
+ * the free stack: 3 s and 4 GiB for 2^30.)
+ */
+static void huge_child(void *arg)
+{
+	static const unsigned shifts[] = { 20, 30, 31 };
+	(void)arg;
+
+	alarm(10);
+	for (size_t i = 0; i < sizeof shifts / sizeof shifts[0]; i++) {
+		for (unsigned flags = 0; flags <= JP_POOL_THREAD_CACHE; flags++) {
+			long rss = jp_test_rss_kb();
+			struct timespec t0, t1;
+			void *objs[100];
+			double ms;
+			jp_pool_t *p;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			errno = 0;
+			p = jp_pool_create(16, (size_t)1 << shifts[i], flags);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+			fprintf(stderr, "pool 2^%u flags %u: %s (errno %d), %.3f ms, RSS +%ld KiB\n",
+				shifts[i], flags, p ? "created" : "NULL", errno, ms, jp_test_rss_kb() - rss);
+			if (ms > 1000 || jp_test_rss_kb() - rss > 64 * 1024)
+				_exit(10 + (int)i);
+			if (p == NULL && errno != ENOMEM)
+				_exit(20 + (int)i);
+			if (p == NULL)
+				continue;
+			for (int k = 0; k < 100; k++)
+				if ((objs[k] = jp_pool_get(p)) == NULL)
+					_exit(30);
+			for (int k = 1; k < 100; k++)
+				if (objs[k] == objs[k - 1])
+					_exit(31);
+			jp_pool_put_batch(p, objs, 100);
+			jp_pool_destroy(p);
+		}
+	}
+	_exit(0);
+}
+
+static void test_huge_capacity(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(huge_child, NULL, &r), 0);
+	printf("\n%s", r.err);
+	CU_ASSERT(r.exited && r.status == 0);
 }
 
 /* The stamp test of the harness: no object is handed to two threads at once. */
@@ -327,6 +384,7 @@ int main(int argc, char **argv)
 		{ "objects aligned, capacity rounded up", test_alignment_and_capacity },
 		{ "exhaustion gives ENOMEM, batches", test_exhaustion },
 		{ "bad arguments give EINVAL", test_bad_arguments },
+		{ "capacities 2^20, 2^30, 2^31: at once, no memory, or ENOMEM", test_huge_capacity },
 		{ "stamp test: no object handed to two threads", test_stamp },
 		{ "stamp test with batches, nothing lost", test_batch_stamp },
 		{ "thread exit returns the thread cache", test_thread_exit_returns_cache },
@@ -345,5 +403,8 @@ int main(int argc, char **argv)
 		 * learn that the native run does not. */
 		jp_test_unregister(tests, test_checked_misuse_aborts,
 				   "valgrind: the checked program runs outside it");
+	if (jp_test_on_valgrind())
+		jp_test_unregister(tests, test_huge_capacity,
+				   "valgrind: its address space holds no 16 GiB pool");
 	return jp_test_run(suites);
 }

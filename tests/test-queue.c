@@ -147,6 +147,65 @@ static void test_bad_arguments(void)
 	}
 }
 
+/*
+ * Huge capacities, in a child that SIGALRM kills after 10 s: 2^20 and 2^30
+ * slots are created at once and cost no memory until used (or, where the
+ * machine is smaller than the ring, fail with ENOMEM), and 2^40 is ENOMEM
+ * at once: more than any machine's memory.  (Creation used to write every
+ * slot's sequence number: 34 s and 16 GiB for 2^30, the OOM killer for
+ * 2^40.)
+ */
+static void huge_child(void *arg)
+{
+	const struct qops *o = arg;
+	static const unsigned shifts[] = { 20, 30, 40 };
+
+	alarm(10);
+	for (size_t i = 0; i < sizeof shifts / sizeof shifts[0]; i++) {
+		long rss = jp_test_rss_kb(), v = 42;
+		double t0 = now_s();
+		void *q;
+
+		errno = 0;
+		q = o->create((size_t)1 << shifts[i], sizeof(long));
+		t0 = now_s() - t0;
+		fprintf(stderr, "%s 2^%u: %s (errno %d), %.3f ms, RSS +%ld KiB\n", o->name,
+			shifts[i], q ? "created" : "NULL", errno, t0 * 1e3, jp_test_rss_kb() - rss);
+		if (t0 > 1.0 || jp_test_rss_kb() - rss > 64 * 1024)
+			_exit(10 + (int)i);
+		if (q == NULL && errno != ENOMEM)
+			_exit(20 + (int)i);
+		if (shifts[i] == 40 && q != NULL)
+			_exit(30);
+		if (q != NULL) {
+			for (int k = 0; k < 1000; k++)
+				if (o->try_push(q, &v) != 0)
+					_exit(40);
+			for (int k = 0; k < 1000; k++)
+				if (o->try_pop(q, &v) != 0 || v != 42)
+					_exit(41);
+			if (o->try_pop(q, &v) != EAGAIN)
+				_exit(42);
+			o->destroy(q);
+		}
+	}
+	_exit(0);
+}
+
+static void test_huge_capacity(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		struct jp_child_result r;
+
+		CU_ASSERT_EQUAL_FATAL(jp_test_child(huge_child, (void *)&kinds[k], &r), 0);
+		printf("\n%s", r.err);
+		if (!r.exited || r.status != 0)
+			printf("  %s: %s %d\n", kinds[k].name, r.exited ? "exit" : "signal",
+			       r.exited ? r.status : r.sig);
+		CU_ASSERT(r.exited && r.status == 0);
+	}
+}
+
 static void test_timeouts_expire(void)
 {
 	for (size_t k = 0; k < NKINDS; k++) {
@@ -527,6 +586,7 @@ int main(void)
 	CU_TestInfo tests[] = {
 		{ "FIFO order, capacity rounding, any element size", test_fifo_and_capacity },
 		{ "bad arguments give EINVAL", test_bad_arguments },
+		{ "capacities 2^20, 2^30, 2^40: at once, no memory, or ENOMEM", test_huge_capacity },
 		{ "timeouts expire with ETIMEDOUT", test_timeouts_expire },
 		{ "bulk operations move as many as fit", test_bulk },
 		{ "every element once, blocking, capacities 1 2 64", test_exactly_once_blocking },
@@ -540,5 +600,8 @@ int main(void)
 		{ "queue", NULL, NULL, NULL, NULL, tests },
 		CU_SUITE_INFO_NULL,
 	};
+	if (jp_test_on_valgrind())
+		jp_test_unregister(tests, test_huge_capacity,
+				   "valgrind: its address space holds no 16 GiB ring");
 	return jp_test_run(suites);
 }

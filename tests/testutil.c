@@ -178,6 +178,19 @@ int jp_test_child(void (*fn)(void *), void *arg, struct jp_child_result *res)
 	return 0;
 }
 
+long jp_test_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size, rss = 0;
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%ld %ld", &size, &rss) != 2)
+		rss = 0;
+	fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 void jp_test_deadline_ms(struct timespec *ts, long ms)
 {
 	clock_gettime(CLOCK_MONOTONIC, ts);

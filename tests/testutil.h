@@ -49,6 +49,9 @@ struct jp_child_result {
 /* Run fn(arg) in a child process; 0, or -1 if fork failed. */
 int jp_test_child(void (*fn)(void *), void *arg, struct jp_child_result *res);
 
+/* The resident set size of the process, KiB (0 if unknown). */
+long jp_test_rss_kb(void);
+
 /* The absolute CLOCK_MONOTONIC time ms milliseconds from now. */
 struct timespec;
 void jp_test_deadline_ms(struct timespec *ts, long ms);
