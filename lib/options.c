@@ -14,33 +14,35 @@
 #include <string.h>
 #include <strings.h>
 
-enum opt_kind {
-	OPT_BOOL,	/* 1/yes/on/true, 0/no/off/false */
-	OPT_SIZE,	/* integer with K/M/G suffix, in [min, max] */
-	OPT_SIZE_OFF,	/* as OPT_SIZE, or "off" (stored as UINT64_MAX) */
-	OPT_STATS,	/* boolean, or a file name */
-};
+#define OPT(n, f, a, k, by, field, d, lo, hi, h) \
+	{ n, f, a, k, by, offsetof(struct jp_options, field), d, lo, hi, h }
 
-struct opt_desc {
-	const char *name;	/* without the JPSYNC_ prefix */
-	enum opt_kind kind;
-	size_t offset;		/* in struct jp_options */
-	uint64_t def, min, max;
+const struct jp_option_desc jp__option_table[] = {
+	OPT("CACHE_N", "cache", "N", JP_OPT_SIZE, false, cache_n, 4096, 1, 4096,
+	    "the most blocks a thread's cache may grow to per size class"),
+	OPT("CACHE_BYTES", "cache-bytes", "SIZE", JP_OPT_SIZE, true, cache_bytes,
+	    (uint64_t)4 << 20, 0, (uint64_t)1 << 40,
+	    "how much all threads' caches together may grow above their "
+	    "starting size; 0 keeps them at their start"),
+	OPT("MAG_SIZE", "magazine", "N", JP_OPT_SIZE, false, mag_size, 16, 1, 1024,
+	    "blocks per refill of a thread's cache"),
+	OPT("MADVISE_MIN", "madvise-min", "SIZE", JP_OPT_SIZE_OFF, true, madvise_min,
+	    4096, 0, UINT64_MAX - 1,
+	    "smallest free run of pages given back to the OS with madvise, "
+	    "e.g. 4096, 64K, or off"),
+	OPT("CHECK", "check", NULL, JP_OPT_BOOL, false, check, 0, 0, 1,
+	    "check every block for overflows and underflows, and every free for "
+	    "double frees, foreign pointers and writes into freed blocks"),
+	OPT("STATS", "stats", "FILE", JP_OPT_STATS, false, stats, 0, 0, 0,
+	    "print the allocator's statistics when PROGRAM exits, on standard "
+	    "error or into FILE"),
+	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
+	    "print the options in force at start"),
+	OPT("LOCKDEP", "lockdep", NULL, JP_OPT_BOOL, false, lockdep, 0, 0, 1,
+	    "report lock-order inversions of jp_mutex"),
 };
-
-#define OPT(n, k, field, d, lo, hi) \
-	{ n, k, offsetof(struct jp_options, field), d, lo, hi }
-
-static const struct opt_desc opt_table[] = {
-	OPT("CACHE_N", OPT_SIZE, cache_n, 4096, 1, 4096),
-	OPT("CACHE_BYTES", OPT_SIZE, cache_bytes, (uint64_t)4 << 20, 0, (uint64_t)1 << 40),
-	OPT("MAG_SIZE", OPT_SIZE, mag_size, 16, 1, 1024),
-	OPT("MADVISE_MIN", OPT_SIZE_OFF, madvise_min, 4096, 0, UINT64_MAX - 1),
-	OPT("CHECK", OPT_BOOL, check, 0, 0, 1),
-	OPT("STATS", OPT_STATS, stats, 0, 0, 0),
-	OPT("VERBOSE", OPT_BOOL, verbose, 0, 0, 1),
-	OPT("LOCKDEP", OPT_BOOL, lockdep, 0, 0, 1),
-};
+const size_t jp__option_count = JP_ARRAY_SIZE(jp__option_table);
+#define opt_table jp__option_table
 
 /*
  * JPSYNC_* names that belong to the test suite and the benchmarks, not to
@@ -149,6 +151,8 @@ static void warn(int fd, const char *name, size_t name_len, const char *value,
 	}
 	line_add(line, sizeof line, &len, ": ");
 	line_add(line, sizeof line, &len, why);
+	if (value != NULL)
+		line_add(line, sizeof line, &len, "; default kept");
 	line_add(line, sizeof line, &len, "\n");
 	jp__os_write(fd, line, len);
 }
@@ -157,61 +161,123 @@ static void set_defaults(struct jp_options *o)
 {
 	memset(o, 0, sizeof *o);
 	for (size_t i = 0; i < JP_ARRAY_SIZE(opt_table); i++) {
-		const struct opt_desc *d = &opt_table[i];
+		const struct jp_option_desc *d = &opt_table[i];
 		char *field = (char *)o + d->offset;
 		switch (d->kind) {
-		case OPT_BOOL:
+		case JP_OPT_BOOL:
 			*(bool *)field = d->def != 0;
 			break;
-		case OPT_SIZE:
-		case OPT_SIZE_OFF:
+		case JP_OPT_SIZE:
+		case JP_OPT_SIZE_OFF:
 			*(uint64_t *)field = d->def;
 			break;
-		case OPT_STATS:
+		case JP_OPT_STATS:
 			o->stats = JP_STATS_NONE;
 			break;
 		}
 	}
 }
 
-/* Parse one value; returns NULL or the reason it is refused. */
-static const char *parse_one(struct jp_options *o, const struct opt_desc *d,
-			     const char *value)
+/* v as the parser reads it: "4M" for 4 MiB when d is in bytes and v a
+ * whole number of K, M or G, else decimal. */
+static void size_add(char *line, size_t cap, size_t *len,
+		     const struct jp_option_desc *d, uint64_t v)
+{
+	static const char suffix[] = "KMG";
+	char num[24];
+	int k = 0;
+
+	while (d->bytes && k < 3 && v != 0 && v % 1024 == 0) {
+		v /= 1024;
+		k++;
+	}
+	line_add(line, cap, len, jp__fmt_u64(num, v));
+	if (k > 0) {
+		char sfx[2] = { suffix[k - 1], '\0' };
+
+		line_add(line, cap, len, sfx);
+	}
+}
+
+char *jp__option_range(const struct jp_option_desc *d, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	switch (d->kind) {
+	case JP_OPT_BOOL:
+	case JP_OPT_STATS:
+		break;
+	case JP_OPT_SIZE_OFF:
+		line_add(buf, cap, &len, "a size or off; default ");
+		size_add(buf, cap, &len, d, d->def);
+		break;
+	case JP_OPT_SIZE:
+		size_add(buf, cap, &len, d, d->min);
+		line_add(buf, cap, &len, " to ");
+		size_add(buf, cap, &len, d, d->max);
+		line_add(buf, cap, &len, "; default ");
+		size_add(buf, cap, &len, d, d->def);
+		break;
+	}
+	return buf;
+}
+
+/* A reason with the accepted range: "<what> (<min> to <max>)". */
+static const char *why_range(const struct jp_option_desc *d, const char *what,
+			     char *why, size_t cap)
+{
+	size_t len = 0;
+
+	why[0] = '\0';
+	line_add(why, cap, &len, what);
+	line_add(why, cap, &len, " (");
+	size_add(why, cap, &len, d, d->min);
+	line_add(why, cap, &len, " to ");
+	size_add(why, cap, &len, d, d->max);
+	line_add(why, cap, &len, d->bytes ? ", with an optional K, M or G suffix)"
+				       : ")");
+	return why;
+}
+
+const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *d,
+			     const char *value, char *why, size_t cap)
 {
 	char *field = (char *)o + d->offset;
 	uint64_t v;
 	bool b;
 
 	switch (d->kind) {
-	case OPT_BOOL:
+	case JP_OPT_BOOL:
 		if (jp__parse_bool(value, &b) != 0)
-			return "not a boolean (use 1/yes/on or 0/no/off); default kept";
+			return "not a boolean (use 1/yes/on or 0/no/off)";
 		*(bool *)field = b;
 		return NULL;
-	case OPT_SIZE_OFF:
+	case JP_OPT_SIZE_OFF:
 		if (strcasecmp(value, "off") == 0) {
 			*(uint64_t *)field = UINT64_MAX;
 			return NULL;
 		}
-		/* fall through */
-	case OPT_SIZE:
 		if (jp__parse_size(value, &v) != 0)
-			return d->kind == OPT_SIZE_OFF
-			       ? "not a size (a number with optional K/M/G, or off); default kept"
-			       : "not a number (a number with optional K/M/G); default kept";
-		if (v < d->min || v > d->max)
-			return "out of range; default kept";
+			return "not a size (a number with an optional K, M or G suffix, or off)";
 		*(uint64_t *)field = v;
 		return NULL;
-	case OPT_STATS:
+	case JP_OPT_SIZE:
+		if (jp__parse_size(value, &v) != 0)
+			return why_range(d, "not a number", why, cap);
+		if (v < d->min || v > d->max)
+			return why_range(d, "out of range", why, cap);
+		*(uint64_t *)field = v;
+		return NULL;
+	case JP_OPT_STATS:
 		if (jp__parse_bool(value, &b) == 0) {
 			o->stats = b ? JP_STATS_STDERR : JP_STATS_NONE;
 			return NULL;
 		}
 		if (value[0] == '\0')
-			return "empty (use 1, 0 or a file name); default kept";
+			return "empty (use 1, 0 or a file name)";
 		if (strlen(value) >= sizeof o->stats_path)
-			return "file name too long; default kept";
+			return "file name too long (at most 255 bytes)";
 		strcpy(o->stats_path, value);
 		o->stats = JP_STATS_FILE;
 		return NULL;
@@ -229,7 +295,7 @@ int jp__options_parse(struct jp_options *o, char *const *env, int warn_fd)
 	for (; *env != NULL; env++) {
 		const char *entry = *env, *eq, *name;
 		size_t name_len;
-		const struct opt_desc *d = NULL;
+		const struct jp_option_desc *d = NULL;
 		bool foreign = false;
 
 		if (strncmp(entry, prefix, PREFIX_LEN) != 0)
@@ -257,7 +323,8 @@ int jp__options_parse(struct jp_options *o, char *const *env, int warn_fd)
 			warnings++;
 			continue;
 		}
-		const char *why = parse_one(o, d, eq + 1);
+		char reason[160];
+		const char *why = jp__option_value(o, d, eq + 1, reason, sizeof reason);
 		if (why != NULL) {
 			warn(warn_fd, entry, (size_t)(eq - entry), eq + 1, why);
 			warnings++;
@@ -269,7 +336,7 @@ int jp__options_parse(struct jp_options *o, char *const *env, int warn_fd)
 void jp__options_print(const struct jp_options *o, int fd)
 {
 	for (size_t i = 0; i < JP_ARRAY_SIZE(opt_table); i++) {
-		const struct opt_desc *d = &opt_table[i];
+		const struct jp_option_desc *d = &opt_table[i];
 		const char *field = (const char *)o + d->offset;
 		char line[400], num[24];
 		size_t len = 0;
@@ -279,20 +346,20 @@ void jp__options_print(const struct jp_options *o, int fd)
 		line_add(line, sizeof line, &len, d->name);
 		line_add(line, sizeof line, &len, "=");
 		switch (d->kind) {
-		case OPT_BOOL:
+		case JP_OPT_BOOL:
 			line_add(line, sizeof line, &len, *(const bool *)field ? "1" : "0");
 			break;
-		case OPT_SIZE_OFF:
+		case JP_OPT_SIZE_OFF:
 			if (*(const uint64_t *)field == UINT64_MAX) {
 				line_add(line, sizeof line, &len, "off");
 				break;
 			}
 			/* fall through */
-		case OPT_SIZE:
+		case JP_OPT_SIZE:
 			line_add(line, sizeof line, &len,
 				 jp__fmt_u64(num, *(const uint64_t *)field));
 			break;
-		case OPT_STATS:
+		case JP_OPT_STATS:
 			line_add(line, sizeof line, &len,
 				 o->stats == JP_STATS_NONE ? "0" :
 				 o->stats == JP_STATS_STDERR ? "1" : o->stats_path);

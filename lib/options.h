@@ -1,11 +1,23 @@
 /*
  * options.h - the JPSYNC_* environment variables, parsed once.
  *
- * Every tuning variable of the library is a row of the table in options.c.
- * jp__options() parses the environment on first use (without malloc: safe
- * during preload) and returns the same read-only struct afterwards.  A
- * malformed value, a value out of range, or an unknown JPSYNC_* name gets one
- * warning on stderr naming the variable; the default is kept.
+ * Every tuning variable of the library is a row of the table in options.c,
+ * and the same rows are jpsync-run's options: their names, argument, range,
+ * default and help (shim/jpsync-run.c builds its getopt table, its --help
+ * and its checks of the values from jp__option_table, so the two cannot
+ * disagree).  jp__options() parses the environment on first use (without
+ * malloc: safe during preload) and returns the same read-only struct
+ * afterwards.  A malformed value, a value out of range, or an unknown
+ * JPSYNC_* name gets one warning on stderr naming the variable; the default
+ * is kept.
+ *
+ * Driving the parser from a test or a fuzzer: jp__options_parse() takes any
+ * NULL-terminated array of "NAME=value" strings and a file descriptor for
+ * the warnings (-1: none) and returns the number of warnings; it touches
+ * nothing but the struct it fills, never allocates, and accepts any bytes
+ * (a value of any length, no '=' at all, non-UTF-8).  jp__option_value()
+ * checks one value for one row, as jpsync-run does for its options.  Both
+ * are in libjpsync-core.la (tests/test-options.c links it).
  */
 #ifndef JP_OPTIONS_H
 #define JP_OPTIONS_H
@@ -29,6 +41,41 @@ struct jp_options {
 	enum jp_stats_dest stats;	/* JPSYNC_STATS */
 	char stats_path[JP_STATS_PATH_MAX];
 };
+
+/* How a row's value is spelled. */
+enum jp_opt_kind {
+	JP_OPT_BOOL,	/* 1/yes/on/true, 0/no/off/false; jpsync-run: a flag */
+	JP_OPT_SIZE,	/* integer with K/M/G suffix, in [min, max] */
+	JP_OPT_SIZE_OFF,	/* as JP_OPT_SIZE, or "off" (stored as UINT64_MAX) */
+	JP_OPT_STATS,	/* boolean, or a file name; jpsync-run: [=FILE] */
+};
+
+/* One row of the table: one JPSYNC_ variable and one jpsync-run option. */
+struct jp_option_desc {
+	const char *name;	/* without the JPSYNC_ prefix: "CACHE_N" */
+	const char *flag;	/* jpsync-run's long option: "cache" */
+	const char *arg;	/* jpsync-run's argument: "N", "SIZE", "FILE" */
+	enum jp_opt_kind kind;
+	bool bytes;		/* a size in bytes (shown with K/M/G), not a count */
+	size_t offset;		/* in struct jp_options */
+	uint64_t def, min, max;
+	const char *help;	/* what it does, for jpsync-run --help */
+};
+
+extern const struct jp_option_desc jp__option_table[];
+extern const size_t jp__option_count;
+
+/*
+ * Check value for row d and store it in *o (which must have been set up by
+ * jp__options_parse, e.g. from an empty environment).  Returns NULL, or the
+ * reason it is refused, written in why (at least 128 bytes): a phrase that
+ * names the accepted range, such as "out of range (1 to 4096)".
+ */
+const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *d,
+			     const char *value, char *why, size_t cap);
+/* What row d accepts and its default, into buf (at least 128 bytes), as
+ * "1 to 4096; default 4096" (nothing for a boolean); returns buf. */
+char *jp__option_range(const struct jp_option_desc *d, char *buf, size_t cap);
 
 /* The options in force (parsed from the environment on first call). */
 const struct jp_options *jp__options(void);

@@ -4,10 +4,12 @@
  *   jpsync-run [OPTIONS] [--] PROGRAM [ARGS...]
  *
  * Puts the preload module in front of LD_PRELOAD, sets the JPSYNC_* tuning
- * variables its options name, and execs PROGRAM (searched in PATH).  The
- * values are checked here with the library's own parser (lib/options.c is
- * linked in statically), so that a typo is a usage error now rather than a
- * warning in the program's output later.
+ * variables its options name, and execs PROGRAM (searched in PATH).  Its
+ * options are the rows of the library's option table (lib/options.c, linked
+ * in statically): names, arguments, ranges, defaults and help come from
+ * there, and the values are checked by the library's own parser, so that a
+ * typo is a usage error now rather than a warning in the program's output
+ * later.
  *
  * This program is deliberately not linked to libjpsync.so.1: it is a plain
  * executable in the build tree too (no libtool wrapper), so that
@@ -53,33 +55,34 @@
 
 static const char me[] = "jpsync-run";
 
-/* The variables to set, in the order they are printed. */
-enum var { V_CACHE, V_CACHE_BYTES, V_MAG, V_MADVISE, V_CHECK, V_STATS, V_VERBOSE,
-	   V_LOCKDEP, V_COUNT };
-static const char *const var_name[V_COUNT] = {
-	"JPSYNC_CACHE_N", "JPSYNC_CACHE_BYTES", "JPSYNC_MAG_SIZE",
-	"JPSYNC_MADVISE_MIN", "JPSYNC_CHECK", "JPSYNC_STATS", "JPSYNC_VERBOSE",
-	"JPSYNC_LOCKDEP",
-};
-static char *var_value[V_COUNT];
+/*
+ * The options: one per row of the library's option table (lib/options.c),
+ * which gives their names, arguments, ranges, defaults and help, then
+ * jpsync-run's own.  getopt_long returns OPT_BASE + the row for a row.
+ */
+#define OPT_BASE 256
+enum { OPT_PRINT_ENV = OPT_BASE + 64, OPT_HELP, OPT_VERSION };
+static char *var_value[64];	/* per row: the value to set, or NULL */
+static struct option long_options[64 + 4];
 
-enum { OPT_CACHE = 256, OPT_CACHE_BYTES, OPT_MAG, OPT_MADVISE, OPT_CHECK, OPT_STATS, OPT_VERBOSE,
-       OPT_LOCKDEP, OPT_PRINT_ENV, OPT_HELP, OPT_VERSION };
+static void make_long_options(void)
+{
+	size_t n = 0;
 
-static const struct option long_options[] = {
-	{ "cache", required_argument, NULL, OPT_CACHE },
-	{ "cache-bytes", required_argument, NULL, OPT_CACHE_BYTES },
-	{ "magazine", required_argument, NULL, OPT_MAG },
-	{ "madvise-min", required_argument, NULL, OPT_MADVISE },
-	{ "check", no_argument, NULL, OPT_CHECK },
-	{ "stats", optional_argument, NULL, OPT_STATS },
-	{ "verbose", no_argument, NULL, OPT_VERBOSE },
-	{ "lockdep", no_argument, NULL, OPT_LOCKDEP },
-	{ "print-env", no_argument, NULL, OPT_PRINT_ENV },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
-};
+	for (size_t i = 0; i < jp__option_count; i++) {
+		const struct jp_option_desc *d = &jp__option_table[i];
+
+		long_options[n++] = (struct option){
+			d->flag,
+			d->kind == JP_OPT_BOOL ? no_argument :
+			d->kind == JP_OPT_STATS ? optional_argument : required_argument,
+			NULL, OPT_BASE + (int)i };
+	}
+	long_options[n++] = (struct option){ "print-env", no_argument, NULL, OPT_PRINT_ENV };
+	long_options[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	long_options[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+	long_options[n] = (struct option){ NULL, 0, NULL, 0 };
+}
 
 static const char *option_name(int val)
 {
@@ -89,39 +92,70 @@ static const char *option_name(int val)
 	return "?";
 }
 
+/*
+ * One option of the help: "  --name=ARG", the text from column 24 (on the
+ * next line if the name is longer), wrapped at 79 columns with the
+ * continuation lines indented by 26.
+ */
+static void help_item(FILE *f, const char *name, const char *text)
+{
+	int col = fprintf(f, "  %s", name);
+	int indent = 24;
+
+	while (*text != '\0') {
+		size_t w = strcspn(text, " ");
+
+		if (col >= indent && col + 1 + (int)w > 79) {
+			fputc('\n', f);
+			col = 0;
+			indent = 26;
+		}
+		if (col < indent) {
+			col += fprintf(f, "%*s", indent - col, "");
+		} else {
+			fputc(' ', f);
+			col++;
+		}
+		col += fprintf(f, "%.*s", (int)w, text);
+		text += w;
+		text += strspn(text, " ");
+	}
+	fputc('\n', f);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: %s [OPTION]... [--] PROGRAM [ARGUMENT]...\n"
 "Run PROGRAM with every allocation (malloc, free, operator new, ...) served\n"
 "by jp_alloc, through LD_PRELOAD.  PROGRAM is searched for in PATH.\n"
-"\n"
-"  --cache=N             the most blocks a thread's cache may grow to per size\n"
-"                          class, 1 to 4096 (JPSYNC_CACHE_N; default 4096)\n"
-"  --cache-bytes=SIZE    how much all threads' caches together may grow above\n"
-"                          their starting size, 0 to 1024G; 0 keeps them at\n"
-"                          their start (JPSYNC_CACHE_BYTES; default 4M)\n"
-"  --magazine=N          blocks per refill of a thread's cache, 1 to 1024\n"
-"                          (JPSYNC_MAG_SIZE; default 16)\n"
-"  --madvise-min=SIZE    smallest free block given back to the OS with\n"
-"                          madvise, e.g. 4096, 64K, or off\n"
-"                          (JPSYNC_MADVISE_MIN; default 4096)\n"
-"  --check               check every free for double frees, foreign pointers\n"
-"                          and writes into freed blocks (JPSYNC_CHECK=1)\n"
-"  --stats[=FILE]        print the allocator's statistics when PROGRAM exits,\n"
-"                          on standard error or into FILE (JPSYNC_STATS)\n"
-"  --verbose             print the options in force at start (JPSYNC_VERBOSE=1)\n"
-"  --lockdep             report lock-order inversions of jp_mutex\n"
-"                          (JPSYNC_LOCKDEP=1)\n"
-"  --print-env           print the variables that would be set, as NAME=value\n"
-"                          lines, and exit without running anything\n"
-"  --help                display this help and exit\n"
-"  --version             output version information and exit\n"
+"\n", me);
+	for (size_t i = 0; i < jp__option_count; i++) {
+		const struct jp_option_desc *d = &jp__option_table[i];
+		char name[64], text[512], range[128];
+
+		if (d->kind == JP_OPT_BOOL)
+			snprintf(name, sizeof name, "--%s", d->flag);
+		else if (d->kind == JP_OPT_STATS)
+			snprintf(name, sizeof name, "--%s[=%s]", d->flag, d->arg);
+		else
+			snprintf(name, sizeof name, "--%s=%s", d->flag, d->arg);
+		jp__option_range(d, range, sizeof range);
+		snprintf(text, sizeof text, "%s (%s%sJPSYNC_%s%s)", d->help, range,
+			 range[0] != '\0' ? "; " : "", d->name,
+			 d->kind == JP_OPT_BOOL ? "=1" : "");
+		help_item(f, name, text);
+	}
+	help_item(f, "--print-env", "print the variables that would be set, as "
+		  "NAME=value lines, and exit without running anything");
+	help_item(f, "--help", "display this help and exit");
+	help_item(f, "--version", "output version information and exit");
+	fprintf(f,
 "\n"
 "SIZE and N take an optional K, M or G suffix (powers of 1024).\n"
 "Exit status: that of PROGRAM; 2 for a usage error; 125 if the preload module\n"
 "is missing; 126 if PROGRAM cannot be run; 127 if it is not found.\n"
-"See jpsync-run(1) and jpsync(7).\n", me);
+"See jpsync-run(1) and jpsync(7).\n");
 }
 
 /* A usage error: one line naming the problem, one pointing at --help. */
@@ -174,72 +208,51 @@ static char *xconcat(const char *a, const char *b, const char *c)
 }
 
 /*
- * Is value acceptable for variable v?  Asked of the library's own parser
- * (the same table, ranges and spellings the program will see), so the two
- * can never disagree.
+ * Check value for row i with the library's own parser (the same table,
+ * ranges and spellings the program will see), so the two can never
+ * disagree, and keep it to set.
  */
-static bool valid_for(enum var v, const char *value)
+static void set_option(size_t i, const char *value)
 {
+	const struct jp_option_desc *d = &jp__option_table[i];
 	struct jp_options o;
-	char *entry = xconcat(var_name[v], "=", value);
-	char *env[] = { entry, NULL };
-	int warnings = jp__options_parse(&o, env, -1);
+	char why[160];
+	const char *bad;
 
-	free(entry);
-	return warnings == 0;
-}
-
-static void set_size_option(enum var v, const char *opt, const char *arg,
-			    const char *what)
-{
-	if (!valid_for(v, arg))
-		usage_error("invalid value '%s' for --%s: %s", arg, opt, what);
-	free(var_value[v]);
-	var_value[v] = xstrdup(arg);
-}
-
-static void set_flag(enum var v)
-{
-	free(var_value[v]);
-	var_value[v] = xstrdup("1");
+	jp__options_parse(&o, NULL, -1);
+	bad = jp__option_value(&o, d, value, why, sizeof why);
+	if (bad != NULL)
+		usage_error("invalid value '%s' for --%s: %s", value, d->flag, bad);
+	free(var_value[i]);
+	var_value[i] = xstrdup(value);
 }
 
 /* Everything main allocated (so that a leak checker sees no leak when
  * jpsync-run returns instead of executing the program). */
 static void release(char *module, char *preload)
 {
-	for (int v = 0; v < V_COUNT; v++)
-		free(var_value[v]);
+	for (size_t i = 0; i < jp__option_count; i++)
+		free(var_value[i]);
 	free(module);
 	free(preload);
 }
 
-static void set_stats(const char *arg)
+/* --stats[=FILE]: a relative FILE is named from here (the program may
+ * change directory before it exits); an absolute name also cannot be
+ * mistaken for one of the boolean spellings ("1", "off", ...). */
+static void set_stats(size_t i, const char *arg)
 {
-	char *value;
+	char *value, cwd[PATH_MAX];
 
-	if (arg == NULL) {
-		value = xstrdup("1");
-	} else if (arg[0] == '\0') {
-		usage_error("invalid value '' for --stats: an empty file name");
-	} else if (arg[0] == '/') {
-		value = xstrdup(arg);
-	} else {
-		/* The program may change directory before it exits: name the file
-		 * from here.  An absolute name also cannot be mistaken for one of
-		 * the boolean spellings ("1", "off", ...). */
-		char cwd[PATH_MAX];
-		if (getcwd(cwd, sizeof cwd) == NULL)
-			die(EXIT_INTERNAL, "cannot get the current directory: %s",
-			    strerror(errno));
-		value = xconcat(cwd, strcmp(cwd, "/") == 0 ? "" : "/", arg);
+	if (arg == NULL || arg[0] == '\0' || arg[0] == '/') {
+		set_option(i, arg == NULL ? "1" : arg);
+		return;
 	}
-	if (!valid_for(V_STATS, value))
-		usage_error("invalid value '%s' for --stats: the file name is too long "
-			    "(at most %d bytes as an absolute path)", arg,
-			    JP_STATS_PATH_MAX - 1);
-	free(var_value[V_STATS]);
-	var_value[V_STATS] = value;
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		die(EXIT_INTERNAL, "cannot get the current directory: %s", strerror(errno));
+	value = xconcat(cwd, strcmp(cwd, "/") == 0 ? "" : "/", arg);
+	set_option(i, value);
+	free(value);
 }
 
 static bool is_file(const char *path)
@@ -321,9 +334,9 @@ static char *preload_value(const char *module)
 static void print_env(const char *preload)
 {
 	printf("LD_PRELOAD=%s\n", preload);
-	for (int v = 0; v < V_COUNT; v++)
-		if (var_value[v] != NULL)
-			printf("%s=%s\n", var_name[v], var_value[v]);
+	for (size_t i = 0; i < jp__option_count; i++)
+		if (var_value[i] != NULL)
+			printf("JPSYNC_%s=%s\n", jp__option_table[i].name, var_value[i]);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		die(1, "write error: %s", strerror(errno));
 }
@@ -334,41 +347,24 @@ int main(int argc, char **argv)
 	char tried[3 * PATH_MAX + 16];
 	int c;
 
+	if (jp__option_count > 64)
+		die(EXIT_INTERNAL, "more than 64 options in the table");
+	make_long_options();
 	opterr = 0;	/* our own messages, named jpsync-run whatever argv[0] is */
 	/* "+": stop at the first non-option, which is PROGRAM; ':' reports a
 	 * missing argument apart from an unknown option. */
 	while ((c = getopt_long(argc, argv, "+:", long_options, NULL)) != -1) {
+		if (c >= OPT_BASE && c < OPT_BASE + (int)jp__option_count) {
+			size_t i = (size_t)(c - OPT_BASE);
+
+			if (jp__option_table[i].kind == JP_OPT_STATS)
+				set_stats(i, optarg);
+			else
+				set_option(i, jp__option_table[i].kind == JP_OPT_BOOL ?
+					   "1" : optarg);
+			continue;
+		}
 		switch (c) {
-		case OPT_CACHE:
-			set_size_option(V_CACHE, "cache", optarg,
-					"a number from 1 to 4096 is expected");
-			break;
-		case OPT_CACHE_BYTES:
-			set_size_option(V_CACHE_BYTES, "cache-bytes", optarg,
-					"a size from 0 to 1024G (a number with an optional "
-					"K, M or G suffix) is expected");
-			break;
-		case OPT_MAG:
-			set_size_option(V_MAG, "magazine", optarg,
-					"a number from 1 to 1024 is expected");
-			break;
-		case OPT_MADVISE:
-			set_size_option(V_MADVISE, "madvise-min", optarg,
-					"a size (a number with an optional K, M or G suffix) "
-					"or off is expected");
-			break;
-		case OPT_CHECK:
-			set_flag(V_CHECK);
-			break;
-		case OPT_STATS:
-			set_stats(optarg);
-			break;
-		case OPT_VERBOSE:
-			set_flag(V_VERBOSE);
-			break;
-		case OPT_LOCKDEP:
-			set_flag(V_LOCKDEP);
-			break;
 		case OPT_PRINT_ENV:
 			print_only = true;
 			break;
@@ -419,9 +415,15 @@ int main(int argc, char **argv)
 
 	if (setenv("LD_PRELOAD", preload, 1) != 0)
 		die(EXIT_INTERNAL, "cannot set LD_PRELOAD: %s", strerror(errno));
-	for (int v = 0; v < V_COUNT; v++)
-		if (var_value[v] != NULL && setenv(var_name[v], var_value[v], 1) != 0)
-			die(EXIT_INTERNAL, "cannot set %s: %s", var_name[v], strerror(errno));
+	for (size_t i = 0; i < jp__option_count; i++) {
+		char name[64];
+
+		if (var_value[i] == NULL)
+			continue;
+		snprintf(name, sizeof name, "JPSYNC_%s", jp__option_table[i].name);
+		if (setenv(name, var_value[i], 1) != 0)
+			die(EXIT_INTERNAL, "cannot set %s: %s", name, strerror(errno));
+	}
 
 	execvp(argv[optind], &argv[optind]);
 	int err = errno;

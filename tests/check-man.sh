@@ -44,22 +44,23 @@ done
 if ! perl -e '
   my ($src, $page) = @ARGV;
   open my $fh, "<", $src or die "$src: $!"; local $/; my $c = <$fh>;
-  my ($table) = $c =~ /opt_table\[\]\s*=\s*\{(.*?)\n\};/s
-    or die "no opt_table in $src\n";
+  my ($table) = $c =~ /jp__option_table\[\]\s*=\s*\{(.*?)\n\};/s
+    or die "no jp__option_table in $src\n";
   my %want;
   # A default is a C constant expression ("4096", "(uint64_t)4 << 20"):
   # casts and integer suffixes dropped, it is evaluated to a number.
-  while ($table =~ /OPT\(\s*"(\w+)"\s*,\s*(\w+)\s*,\s*\w+\s*,\s*([^,]+?)\s*,/g) {
+  # OPT(name, flag, arg, kind, bytes, field, default, min, max, help)
+  while ($table =~ /OPT\(\s*"(\w+)"\s*,\s*"[\w-]+"\s*,\s*(?:"\w+"|NULL)\s*,\s*(\w+)\s*,\s*\w+\s*,\s*\w+\s*,\s*([^,]+?)\s*,/g) {
     my ($n, $kind, $expr) = ($1, $2, $3);
     (my $def = $expr) =~ s/\((?:u?int\d+_t|size_t|unsigned)\)//g;
     $def =~ s/\b(\d+)(?:ULL|UL|U|LL|L)\b/$1/gi;
     $def =~ /^[\d\s()<>*+]+$/
       or die "cannot read the default of JPSYNC_$n in $src: $expr\n";
     $def = eval $def;
-    $want{"JPSYNC_$n"} = ($kind eq "OPT_BOOL" || $kind eq "OPT_STATS")
+    $want{"JPSYNC_$n"} = ($kind eq "JP_OPT_BOOL" || $kind eq "JP_OPT_STATS")
       ? ($def ? "on" : "off") : $def;
   }
-  die "no OPT() entries in opt_table\n" unless %want;
+  die "no OPT() entries in jp__option_table\n" unless %want;
   my $rows = () = $table =~ /\bOPT\(/g;
   die "read ", scalar(keys %want), " of the $rows OPT() rows of $src\n"
     unless keys %want == $rows;

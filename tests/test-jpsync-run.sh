@@ -151,6 +151,33 @@ usage_error --
   bad "--cache-bytes=lots does not name the option and the value"
 echo "ok: usage errors exit 2 with one line and the --help hint"
 
+# One table: every variable the library reads (JPSYNC_VERBOSE=1 prints
+# them all, from lib/options.c) is an option in --help with its range, and
+# the ranges jpsync-run enforces are the library's.
+if ! sanitized && command -v timeout >/dev/null 2>&1; then
+  timeout -k 5 60 "$run" --verbose true 2> "$tmp/vars" ||
+    bad "--verbose true failed"
+  nvars=0
+  for var in $(sed -n 's/^jpsync: JPSYNC_\([A-Z_]*\)=.*/\1/p' "$tmp/vars"); do
+    nvars=$((nvars + 1))
+    grep -q "JPSYNC_$var[=)]" "$tmp/help" || bad "--help does not name JPSYNC_$var"
+  done
+  [ $nvars -ge 8 ] || bad "--verbose listed $nvars variables"
+fi
+grep -q '(1 to 4096; default 4096; JPSYNC_CACHE_N)' "$tmp/help" || bad "--help: no range for --cache"
+grep -q '(1 to 1024;' "$tmp/help" || bad "--help: no range for --magazine"
+expect_env "$pre
+JPSYNC_CACHE_N=1K" --cache=1K
+expect_env "$pre
+JPSYNC_MAG_SIZE=1K" --magazine=1K
+usage_error --cache=5K true
+usage_error --magazine=2K true
+"$run" --cache=5K true 2>&1 | grep -q "^jpsync-run: invalid value '5K' for --cache: out of range (1 to 4096)" ||
+  bad "--cache=5K does not name the range"
+"$run" --cache-bytes=2T true 2>&1 | grep -q "for --cache-bytes: not a number (0 to 1024G, with an optional K, M or G suffix)" ||
+  bad "--cache-bytes=2T does not name the range"
+echo "ok: the options, their ranges and help are the library's table"
+
 # PROGRAM not found: 127; found but not executable: 126 (as env(1)).
 "$run" jpsync-no-such-program-here > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc -eq 127 ] || bad "missing program: exit $rc"

@@ -291,7 +291,62 @@ static void test_process_options_read_once(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "JPSYNC_MAG_SIZE='bogus'"));
 }
 
+/* The table that jpsync-run is built from: every row has a flag and help,
+ * no flag or name twice, and jp__option_value agrees with the parse of the
+ * same value from an environment (jpsync-run checks with the one, the
+ * program reads with the other). */
+static void test_table_drives_jpsync_run(void)
+{
+	static const char *const values[] = {
+		"0", "1", "16", "1K", "4K", "5K", "1024G", "1025G", "off", "yes",
+		"lots", "", "/tmp/x", "-1", "18446744073709551615",
+	};
+
+	CU_ASSERT(jp__option_count >= 8);
+	for (size_t i = 0; i < jp__option_count; i++) {
+		const struct jp_option_desc *d = &jp__option_table[i];
+		char range[128];
+
+		CU_ASSERT_PTR_NOT_NULL(d->flag);
+		CU_ASSERT_PTR_NOT_NULL(d->help);
+		CU_ASSERT((d->arg == NULL) == (d->kind == JP_OPT_BOOL));
+		for (size_t j = 0; j < i; j++) {
+			CU_ASSERT(strcmp(d->flag, jp__option_table[j].flag) != 0);
+			CU_ASSERT(strcmp(d->name, jp__option_table[j].name) != 0);
+		}
+		jp__option_range(d, range, sizeof range);
+		CU_ASSERT((range[0] != '\0') ==
+			  (d->kind == JP_OPT_SIZE || d->kind == JP_OPT_SIZE_OFF));
+		for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+			struct jp_options a, b;
+			char entry[128], why[160];
+			char *env[] = { entry, NULL };
+			const char *bad;
+			int warnings;
+
+			jp__options_parse(&a, NULL, -1);
+			bad = jp__option_value(&a, d, values[v], why, sizeof why);
+			snprintf(entry, sizeof entry, "JPSYNC_%s=%s", d->name, values[v]);
+			warnings = jp__options_parse(&b, env, -1);
+			CU_ASSERT_EQUAL(warnings, bad != NULL);
+			CU_ASSERT(memcmp(&a, &b, sizeof a) == 0);
+		}
+	}
+	/* The count options take K too: 1K blocks is 1024. */
+	{
+		struct jp_options o;
+		char why[160];
+
+		jp__options_parse(&o, NULL, -1);
+		CU_ASSERT_PTR_NULL(jp__option_value(&o, &jp__option_table[0], "1K", why, sizeof why));
+		CU_ASSERT_EQUAL(o.cache_n, 1024);
+		CU_ASSERT_STRING_EQUAL(jp__option_value(&o, &jp__option_table[0], "5K", why, sizeof why),
+				       "out of range (1 to 4096)");
+	}
+}
+
 static CU_TestInfo options_tests[] = {
+	{ "the table: one row per variable and jpsync-run option", test_table_drives_jpsync_run },
 	{ "booleans: 1/yes/on/true and 0/no/off/false only", test_parse_bool },
 	{ "sizes: K/M/G suffixes, overflow and garbage refused", test_parse_size },
 	{ "defaults with no JPSYNC_ variables", test_defaults },
