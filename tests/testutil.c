@@ -105,16 +105,35 @@ bool jp_test_on_memcheck(void)
 #endif
 }
 
+/* Which sanitizers this file was built with (the suites' build). */
+#if defined(__SANITIZE_THREAD__)
+# define TEST_TSAN 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define TEST_TSAN 1
+# endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+# define TEST_ASAN 1
+#elif defined(__has_feature)
+# if __has_feature(address_sanitizer)
+#  define TEST_ASAN 1
+# endif
+#endif
+
 bool jp_test_sanitized(void)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TEST_TSAN) || defined(TEST_ASAN)
 	return true;
-#elif defined(__has_feature)
-# if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-	return true;
-# else
+#else
 	return false;
-# endif
+#endif
+}
+
+bool jp_test_tsan(void)
+{
+#ifdef TEST_TSAN
+	return true;
 #else
 	return false;
 #endif

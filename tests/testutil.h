@@ -37,6 +37,8 @@ bool jp_test_on_valgrind(void);
  * no caches there. */
 bool jp_test_on_memcheck(void);
 bool jp_test_sanitized(void);
+/* True in a -fsanitize=thread build. */
+bool jp_test_tsan(void);
 
 struct jp_child_result {
 	int exited;		/* 1 if it exited, then status is the exit code */
