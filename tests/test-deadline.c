@@ -484,11 +484,13 @@ static void signal_storm(const struct timed *t, bool timed)
 		CU_ASSERT_EQUAL(c.result, 0);
 		CU_ASSERT(released > 0 && c.returned >= released);
 	}
-	/* ThreadSanitizer runs the handler late, outside the wait (the
-	 * signal still interrupts it, through TSan's own handler). */
+	/* Signals sent while the waiter is not running collapse into one, so
+	 * fewer are seen than sent; ThreadSanitizer runs the handler late,
+	 * outside the wait (the signal still interrupts it, through TSan's
+	 * own handler). */
 	CU_ASSERT(sent > 10);
 	if (!jp_test_sanitized())
-		CU_ASSERT(atomic_load(&signals_seen) > 10);
+		CU_ASSERT(atomic_load(&signals_seen) > 0);
 	t->destroy(&the_obj);
 	sigaction(SIGUSR1, &old, NULL);
 }
