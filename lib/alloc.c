@@ -10,8 +10,10 @@
  *   block's second word is not the double-free key; the bin has room: push.
  * Everything else (an empty or full bin, a first call in a thread, sizes
  * above 1 KiB, huge blocks, misuse) goes to alloc_generic and
- * free_generic here, and from there to the thread cache (tcache.c),
- * check mode (check.c) or the huge blocks (huge.c).
+ * free_generic here, and from there to the thread cache (tcache.c) or the
+ * huge blocks (huge.c).  With JPSYNC_CHECK every call goes to check.c (the
+ * bins are off, so the fast paths always fall through): the test of
+ * jp__ag.check is on the generic paths only.
  *
  * Double free: a freed block's second word holds jp__ag.key, a random
  * per-process value, and jp_alloc clears it when it hands the block out.
@@ -58,6 +60,8 @@ static void *huge_alloc(size_t size, size_t align, bool zero)
 	void *p;
 
 	jp__alloc_ready();
+	if (jp__ag.check)
+		return jp__check_alloc(size, align, zero);
 	p = jp__huge_alloc(size, align, zero);
 	if (p != NULL && jp__ag.vg)
 		JP_VG_MALLOCLIKE(p, jp__huge_of(p)->usable, 1);
@@ -69,11 +73,8 @@ static JP_NOINLINE void *alloc_generic(size_t size)
 {
 	if (size <= JP_MAX_SMALL) {
 		jp__alloc_ready();
-		if (jp__ag.check && size <= JP_CHECK_MAX) {
-			struct jp_heap *h = heap();
-
-			return h == NULL ? NULL : jp__check_alloc(h, size);
-		}
+		if (jp__ag.check)
+			return jp__check_alloc(size, 16, false);
 		return small_alloc(jp__size_class(size));
 	}
 	return huge_alloc(size, 0, false);
@@ -116,18 +117,6 @@ JP_EXPORT void *jp_calloc(size_t nmemb, size_t size)
 	return p;
 }
 
-/* Smallest class that holds size bytes aligned to align (<= 64 KiB). */
-static uint32_t aligned_class(size_t size, size_t align)
-{
-	uint32_t cls = jp__size_class(size < align ? align : size);
-
-	/* Spans start at 64 KiB boundaries, so block k of a class sits at
-	 * k * bsize from one: aligned to the power of two that divides bsize. */
-	while (cls < JP_NCLASSES && (jp__class_size(cls) & (align - 1)) != 0)
-		cls++;
-	return cls;
-}
-
 JP_EXPORT void *jp_alloc_aligned(size_t alignment, size_t size)
 {
 	uint32_t cls;
@@ -138,9 +127,11 @@ JP_EXPORT void *jp_alloc_aligned(size_t alignment, size_t size)
 	}
 	if (alignment <= 16)
 		return jp_alloc(size);
+	jp__alloc_ready();
+	if (jp__ag.check)
+		return jp__check_alloc(size, alignment, false);
 	if (alignment <= JP_SLICE_SIZE && size <= JP_MAX_SMALL) {
-		jp__alloc_ready();
-		cls = aligned_class(size, alignment);
+		cls = jp__aligned_class(size, alignment);
 		if (cls < JP_NCLASSES)
 			return small_alloc(cls);
 	}
@@ -179,28 +170,23 @@ static JP_NOINLINE void free_generic(void *p)
 
 	if (p == NULL)
 		return;
+	if (jp__ag.check) {
+		jp__check_free(p);
+		return;
+	}
 	if ((a >> JP_SEG_SHIFT) >= JP_REG_N)
 		jp__die_ptr("invalid free", p);
 	r = jp__reg_get(a);
 	if (r == JP_REG_SMALL) {
 		struct jp_span *s = jp__span_of(a);
-		unsigned char *cb;
 
-		if (jp__is_block(s, a)) {
-			if (((uintptr_t *)p)[1] == jp__ag.key &&
-			    jp__block_is_free(jp__tls_heap, p, s))
-				jp__die_ptr("double free", p);
-			if (jp__check_is_header(p))
-				jp__die_ptr("invalid free", p);
-			jp__free_block(jp__heap_get(), p, s);
-			return;
-		}
-		cb = jp__check_block(s, a);
-		if (cb != NULL) {
-			jp__check_free(cb, s);
-			return;
-		}
-		jp__die_ptr("invalid free", p);
+		if (!jp__is_block(s, a))
+			jp__die_ptr("invalid free", p);
+		if (((uintptr_t *)p)[1] == jp__ag.key &&
+		    jp__block_is_free(jp__tls_heap, p, s))
+			jp__die_ptr("double free", p);
+		jp__free_block(jp__heap_get(), p, s);
+		return;
 	}
 	hg = jp__huge_of(p);
 	if (hg == NULL)
@@ -245,17 +231,15 @@ static size_t usable(const void *p, const char *what)
 
 	if (p == NULL)
 		return 0;
+	if (jp__ag.check)
+		return jp__check_usable(p, what);
 	if ((a >> JP_SEG_SHIFT) >= JP_REG_N)
 		jp__die_ptr(what, p);
 	if (jp__reg_get(a) == JP_REG_SMALL) {
 		struct jp_span *s = jp__span_of(a);
-		unsigned char *cb;
 
 		if (jp__is_block(s, a))
 			return s->bsize;
-		cb = jp__check_block(s, a);
-		if (cb != NULL && jp__check_size(cb) != SIZE_MAX)
-			return jp__check_size(cb);
 		jp__die_ptr(what, p);
 	}
 	hg = jp__huge_of(p);
@@ -309,17 +293,17 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		errno = saved;
 		return NULL;
 	}
+	if (jp__ag.check)
+		return jp__check_realloc(ptr, size);
 	old = usable(ptr, "invalid realloc");
 	if (jp__reg_get((uintptr_t)ptr) == JP_REG_SMALL) {
-		/* In place while the block is not more than twice too big
-		 * (checked blocks always move: their canary moves with n). */
-		if (size <= old && (old <= 64 || size > old / 2) &&
-		    jp__is_block(jp__span_of((uintptr_t)ptr), (uintptr_t)ptr))
+		/* In place while the block is not more than twice too big. */
+		if (size <= old && (old <= 64 || size > old / 2))
 			return ptr;
 		/* Growing past REALLOC_MAP_MIN: a mapping of its own, so
 		 * that the next growth moves pages (mremap) instead of
 		 * copying bytes.  Bounded in number: each is a mapping. */
-		if (size > old && size >= REALLOC_MAP_MIN && !jp__ag.check &&
+		if (size > old && size >= REALLOC_MAP_MIN &&
 		    atomic_load_explicit(&jp__ag.huge_count, memory_order_relaxed) <
 		    REALLOC_MAP_MAX) {
 			q = huge_alloc(size, 0, false);

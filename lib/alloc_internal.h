@@ -70,23 +70,45 @@ static inline size_t jp__class_size(uint32_t cls)
 	return (size_t)(cls % 4 + 5) << (cls / 4 + 3);
 }
 
+/* Smallest class that holds size bytes aligned to align (<= 64 KiB), or
+ * JP_NCLASSES.  Spans start at 64 KiB boundaries, so block k of a class
+ * sits at k * bsize from one: aligned to the power of two that divides
+ * bsize. */
+static inline uint32_t jp__aligned_class(size_t size, size_t align)
+{
+	uint32_t cls = jp__size_class(size < align ? align : size);
+
+	while (cls < JP_NCLASSES && (jp__class_size(cls) & (align - 1)) != 0)
+		cls++;
+	return cls;
+}
+
 /* ---- "check.c" -------------------------------------------------------- */
 
-/* The largest request check mode gives a header and a canary (bigger ones
- * get plain blocks). */
-#define JP_CHECK_MAX	(JP_MAX_SMALL - 24)
+/*
+ * JPSYNC_CHECK=1: every allocation goes here, off the fast paths (the
+ * caches are off in check mode).  A finding prints one line and aborts,
+ * or, when jp__check_hook is set, goes to the hook and the operation
+ * carries on without the damaged block (for tests and fuzzers).
+ */
+struct jp_check_report {
+	const char *what;	/* "overflow past the end", "double free", ... */
+	const void *ptr;	/* the block (its user pointer) */
+	size_t size;		/* its requested size; SIZE_MAX: unknown */
+	long long first, last;	/* bytes changed, as offsets from ptr; first >
+				 * last when there are none to name */
+};
+extern void (*jp__check_hook)(const struct jp_check_report *r);
 
-/* A checked block of n bytes for heap h (NULL: no memory). */
-void *jp__check_alloc(struct jp_heap *h, size_t n);
-/* The checked block whose user pointer is a in span s, or NULL. */
-unsigned char *jp__check_block(struct jp_span *s, uintptr_t a);
-/* Its requested size, or SIZE_MAX when blk is not a live checked block. */
-size_t jp__check_size(const unsigned char *blk);
-/* Check and free checked block blk of span s; dies on damage. */
-void jp__check_free(unsigned char *blk, struct jp_span *s);
-/* True when the block starting at p has a check header: a checked
- * block's start passed to free, not its user pointer. */
-bool jp__check_is_header(const void *p);
+/* A checked block of n bytes at alignment align (a power of two); zero:
+ * its bytes are zero.  NULL with errno ENOMEM. */
+void *jp__check_alloc(size_t n, size_t align, bool zero);
+/* Check and free p (any pointer but NULL). */
+void jp__check_free(void *p);
+/* p's requested size (what is the misuse's name if p is not a block). */
+size_t jp__check_usable(const void *p, const char *what);
+/* realloc of p (not NULL) to m > 0 bytes. */
+void *jp__check_realloc(void *p, size_t m);
 
 /* ---- "tcache.c" ------------------------------------------------------- */
 
@@ -235,6 +257,8 @@ struct jp_huge *jp__huge_of(const void *p);	/* NULL if not a huge block */
 /* Resize in place or by moving pages; NULL: the caller copies. */
 void *jp__huge_realloc(struct jp_huge *h, size_t size);
 size_t jp__huge_trim(void);	/* empties the huge cache */
+/* Was p a huge block that was freed lately (check mode's quarantine)? */
+bool jp__huge_freed(const void *p);
 
 static inline void *jp__huge_user(const struct jp_huge *h)
 {
@@ -257,6 +281,9 @@ void jp__stats_init(void);	/* at start: keep a copy of stderr */
 
 int jp__os_resize(void *addr, size_t old_size, size_t new_size);
 int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
+/* Give the pages of [addr, addr + size) back and make it inaccessible (it
+ * stays reserved). */
+int jp__os_protect_none(void *addr, size_t size);
 int jp__os_dup_high(int fd, int min, uint64_t id[2]);
 int jp__os_fd_is(int fd, const uint64_t id[2]);
 

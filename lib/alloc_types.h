@@ -183,6 +183,7 @@ struct jp_huge {
 	size_t user_off;	/* the block is at base + user_off (an offset,
 				 * not a pointer: see jp_span.nstart) */
 	size_t usable;
+	size_t req;		/* the requested size (check mode) */
 };
 
 #define JP_HUGE_MAGIC	0x6a7073796e636875ULL

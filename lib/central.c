@@ -226,7 +226,11 @@ void *jp__central_put(uint32_t cls, void *head, size_t n)
 		if (!s->in_list)
 			span_link(k, s);
 		if (--s->used == 0) {
-			if (k->empty_spans >= 1 || s->nslices > 1) {
+			/* JPSYNC_CHECK keeps every span: a freed block
+			 * stays where check mode can find it again (its
+			 * next allocation checks the fill, a second free is
+			 * a double free), until jp_alloc_trim. */
+			if (!jp__ag.check && (k->empty_spans >= 1 || s->nslices > 1)) {
 				/* Keep one empty span per class of one-slice
 				 * spans; give the others to their segment for
 				 * any class (with 8 shards, kept spans of up

@@ -1,81 +1,456 @@
 /*
- * check.c - JPSYNC_CHECK: every small block gets a header and a canary,
- * and every free checks them.
+ * check.c - JPSYNC_CHECK: every block has a header and canaries, every free
+ * and every reuse checks them, and a finding names the block, its requested
+ * size, what was wrong and which bytes.
  *
- * A checked block is [requested size][CHECK_MAGIC][user data][canary ...]
- * in a block of a class big enough for the request plus CHECK_EXTRA bytes.
- * A free checks that the header is intact and that the canary bytes past
- * the requested size are untouched ("overflow past the end"), then fills
- * the block with CHECK_FILL; the next allocation of the block checks that
- * the fill is intact ("write after free").  The thread caches are off in
- * check mode (jp__ag.nocache), so every block goes back to its span at
- * once and double frees are found by the span's free list.
+ * In check mode every allocation comes here (alloc.c sends it, off its fast
+ * paths: the thread caches are off, jp__ag.nocache), whatever its size,
+ * alignment or kind (malloc, calloc, aligned, realloc), so that there is no
+ * block check mode did not write, and nothing it reads it did not write.
+ *
+ * A small block (a block of a size class) of a request of n bytes at
+ * alignment A (16 at least) is, from the block's start blk:
+ *
+ *   [0, 8)         n | off << 32     off = max(32, A): where the user's
+ *   [8, 16)        LIVE ^ the above  bytes start (binds the size to the tag)
+ *   [16, off)      canary            16 bytes at least: an underflow of up
+ *                                    to 16 bytes leaves the header whole
+ *   [off, off+n)   the user's bytes
+ *   [off+n, end)   canary            8 bytes at least: the class is chosen
+ *                                    for off + n + 8
+ *
+ * A free checks the tag, the canaries before and after, then turns the
+ * block into a freed one: pointer word 0 the free list's link, pointer word
+ * 1 the double-free key (tcache.c), bytes 16-23 the old bytes 0-7, bytes
+ * 24-31 those ^ FREED, and every byte from 32 on FILL.  The allocation that
+ * takes the block again checks all of that ("write after free"); a block
+ * carved from a span for the first time has pointer word 1 zero
+ * (central.c), and any other value there is a damaged freed block.  (The
+ * 64-bit fields are 64 bits on every target; the pointer words are those
+ * the rest of the allocator uses.)
+ *
+ * A huge block (huge.c) has its header page before it and its mapping after
+ * it: the request is mapped with one byte more, the bytes from n to the end
+ * of the mapping are canary and so are those of the header page up to the
+ * block; a freed huge block stays mapped without access for a while (huge.c's
+ * quarantine), so that a write after free faults and a second free is
+ * recognised as such.
+ *
+ * Reporting: jp__check_hook, when set (tests and fuzzers only), receives
+ * each finding instead of the message and the abort, and the operation
+ * then leaves the damaged block alone (it is leaked) and carries on, so that
+ * a test can drive check mode in a loop.  Without it a finding prints one
+ * line on stderr, "jpsync: <what> of <ptr> (<n> bytes): bytes <a> to <b>
+ * changed", and aborts.
  */
 #include "alloc_internal.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define CHECK_HDR	16
-#define CHECK_EXTRA	(JP_MAX_SMALL - JP_CHECK_MAX)	/* header + 8 canary bytes */
-#define CHECK_MAGIC	((uintptr_t)0x6a7063686b6c6976ULL)
+#define CHECK_OFF	32	/* the user's bytes start here at least */
+#define CHECK_TAIL	8	/* canary bytes after a small block at least */
+#define CHECK_LIVE	0x6a7063686b6c6976ULL
+#define CHECK_FREED	0x6a706368b6e46564ULL
 #define CHECK_FILL	0xdf	/* freed blocks */
-#define CHECK_CANARY	0xab	/* past the requested size */
+#define CHECK_CANARY	0xab	/* before and after the user's bytes */
+#define CHECK_PRE_HUGE	4096	/* canary bytes before a huge block at most */
 
-_Static_assert(CHECK_EXTRA >= CHECK_HDR + 8, "room for header and canary");
+void (*jp__check_hook)(const struct jp_check_report *r);
 
-void *jp__check_alloc(struct jp_heap *h, size_t n)
+/* ---- reporting ---------------------------------------------------------- */
+
+static void line_off(char *line, size_t cap, size_t *len, long long v)
 {
-	uint32_t cls = jp__size_class(n + CHECK_EXTRA);
-	size_t bs = jp__class_size(cls);
-	unsigned char *blk = jp__class_alloc(h, cls);
+	char num[24];
 
-	if (blk == NULL)
-		return NULL;
-	if (((uintptr_t *)blk)[1] == jp__ag.key) {
-		/* It was freed with JPSYNC_CHECK: still all fill? */
-		for (size_t i = CHECK_HDR; i < bs; i++)
-			if (blk[i] != CHECK_FILL)
-				jp__die_ptr("write after free", blk + CHECK_HDR);
+	if (v < 0)
+		jp__str_add(line, cap, len, "-");
+	jp__str_add(line, cap, len, jp__fmt_u64(num, v < 0 ? (uint64_t)-v : (uint64_t)v));
+}
+
+/*
+ * A finding: what, about the block whose user pointer is ptr, of size
+ * bytes requested (SIZE_MAX: unknown), the bytes first to last (offsets from
+ * ptr) changed (first > last: no bytes to name).  Returns only when a hook
+ * took it.
+ */
+static void report(const char *what, const void *ptr, size_t size,
+		   long long first, long long last)
+{
+	struct jp_check_report r = { what, ptr, size, first, last };
+	char line[240], num[24];
+	size_t len = 0;
+
+	if (jp__check_hook != NULL) {
+		jp__check_hook(&r);
+		return;
 	}
-	((uintptr_t *)blk)[0] = n;
-	((uintptr_t *)blk)[1] = CHECK_MAGIC;
-	memset(blk + CHECK_HDR + n, CHECK_CANARY, bs - CHECK_HDR - n);
-	return blk + CHECK_HDR;
+	line[0] = '\0';
+	jp__str_add(line, sizeof line, &len, what);
+	jp__str_add(line, sizeof line, &len, " of ");
+	jp__str_add(line, sizeof line, &len, jp__fmt_hex(num, (uintptr_t)ptr));
+	if (size != SIZE_MAX) {
+		jp__str_add(line, sizeof line, &len, " (");
+		jp__str_add(line, sizeof line, &len, jp__fmt_u64(num, size));
+		jp__str_add(line, sizeof line, &len, size == 1 ? " byte)" : " bytes)");
+	}
+	if (first <= last) {
+		jp__str_add(line, sizeof line, &len, first == last ? ": byte " : ": bytes ");
+		line_off(line, sizeof line, &len, first);
+		if (first != last) {
+			jp__str_add(line, sizeof line, &len, " to ");
+			line_off(line, sizeof line, &len, last);
+		}
+		jp__str_add(line, sizeof line, &len, " changed");
+	}
+	jp__die(line);
 }
 
-unsigned char *jp__check_block(struct jp_span *s, uintptr_t a)
+/* The first and last byte of [lo, hi) that is not v, as offsets from base;
+ * false when all are v. */
+static bool damaged(const unsigned char *lo, const unsigned char *hi, unsigned char v,
+		    const unsigned char *base, long long *first, long long *last)
 {
-	if (!jp__ag.check || a - CHECK_HDR < jp__span_start(s) ||
-	    !jp__is_block(s, a - CHECK_HDR))
+	const unsigned char *p = lo, *q = hi;
+	uint64_t w = 0x0101010101010101ULL * v;
+
+	/* Words at a time where the range is aligned: a 256 KiB block is
+	 * checked at every free and reuse. */
+	while (p < q && ((uintptr_t)p & 7) != 0 && *p == v)
+		p++;
+	while (q - p >= 8 && ((uintptr_t)p & 7) == 0 && *(const uint64_t *)(const void *)p == w)
+		p += 8;
+	while (p < q && *p == v)
+		p++;
+	if (p == q)
+		return false;
+	while (q > p && q[-1] == v)
+		q--;
+	*first = p - base;
+	*last = q - 1 - base;
+	return true;
+}
+
+/* ---- small blocks --------------------------------------------------------- */
+
+static inline uint64_t hdr_word(size_t n, size_t off)
+{
+	return (uint64_t)n | (uint64_t)off << 32;
+}
+
+/* The 64-bit field i of a block (blocks are 16-byte aligned). */
+static inline uint64_t *f64(const unsigned char *blk, unsigned i)
+{
+	return (uint64_t *)(void *)(uintptr_t)(blk + 8 * i);
+}
+
+/* The pointer word 1 of a block: the double-free key when it is free. */
+static inline uintptr_t key_word(const unsigned char *blk)
+{
+	return ((const uintptr_t *)(const void *)blk)[1];
+}
+
+/* The block of span s that a lies in, or NULL. */
+static unsigned char *block_of(const struct jp_span *s, uintptr_t a)
+{
+	uintptr_t start = jp__span_start(s), k;
+
+	if (s->limit == 0 || s->bsize == 0 || a < start)
 		return NULL;
-	return (unsigned char *)(a - CHECK_HDR);
+	k = (a - start) / s->bsize;
+	if (k >= s->nblocks)
+		return NULL;
+	return (unsigned char *)(start + k * s->bsize);
 }
 
-size_t jp__check_size(const unsigned char *blk)
+/* A live block's size and offset from word 0 (false: not a live block). */
+static bool live_hdr(const unsigned char *blk, size_t bs, size_t *n, size_t *off)
 {
-	if (((const uintptr_t *)blk)[1] != CHECK_MAGIC)
-		return SIZE_MAX;
-	return ((const uintptr_t *)blk)[0];
+	uint64_t w0 = *f64(blk, 0);
+
+	if (*f64(blk, 1) != (CHECK_LIVE ^ w0))
+		return false;
+	*n = (size_t)(uint32_t)w0;
+	*off = (size_t)(w0 >> 32);
+	return *off >= CHECK_OFF && *off + *n + CHECK_TAIL <= bs;
 }
 
-bool jp__check_is_header(const void *p)
+/*
+ * Check a block taken from its span for this allocation; false when it is
+ * damaged (reported; the caller leaves it and takes another).
+ */
+static bool small_reuse_ok(unsigned char *blk, size_t bs)
 {
-	return jp__ag.check && ((const uintptr_t *)p)[1] == CHECK_MAGIC;
+	unsigned char *old;
+	size_t n = SIZE_MAX, off = CHECK_OFF;
+	long long first, last;
+
+	if (key_word(blk) == 0)
+		return true;	/* carved for the first time (central.c) */
+	if (key_word(blk) == jp__ag.key && (*f64(blk, 2) ^ *f64(blk, 3)) == CHECK_FREED) {
+		n = (size_t)(uint32_t)*f64(blk, 2);
+		off = (size_t)(*f64(blk, 2) >> 32);
+		if (off < CHECK_OFF || off >= bs)
+			off = CHECK_OFF;
+	} else {
+		/* The key or the saved header of a freed block is damaged: a
+		 * write before its start after it was freed. */
+		report("write after free", blk + CHECK_OFF, SIZE_MAX,
+		       (long long)sizeof(uintptr_t) - CHECK_OFF, -1);
+		return false;
+	}
+	old = blk + off;
+	if (damaged(blk + 32, blk + bs, CHECK_FILL, old, &first, &last)) {
+		report("write after free", old, n, first, last);
+		return false;
+	}
+	return true;
 }
 
-void jp__check_free(unsigned char *blk, struct jp_span *s)
+static void *small_alloc(struct jp_heap *h, size_t n, size_t align, bool zero)
 {
-	unsigned char *p = blk + CHECK_HDR;
-	uintptr_t w1 = ((uintptr_t *)blk)[1];
-	size_t n = ((uintptr_t *)blk)[0], bs = s->bsize;
+	size_t off = align > CHECK_OFF ? align : CHECK_OFF;
+	uint32_t cls = jp__aligned_class(off + n + CHECK_TAIL, align);
+	size_t bs = jp__class_size(cls);
+	unsigned char *blk;
 
-	if (w1 == jp__ag.key && jp__block_is_free(jp__tls_heap, blk, s))
-		jp__die_ptr("double free", p);
-	if (w1 != CHECK_MAGIC || n > bs - CHECK_EXTRA)
-		jp__die_ptr("invalid free", p);
-	for (size_t i = CHECK_HDR + n; i < bs; i++)
-		if (blk[i] != CHECK_CANARY)
-			jp__die_ptr("overflow past the end", p);
-	memset(blk + CHECK_HDR, CHECK_FILL, bs - CHECK_HDR);
+	do {
+		blk = jp__class_alloc(h, cls);
+		if (blk == NULL)
+			return NULL;
+	} while (!small_reuse_ok(blk, bs));
+	*f64(blk, 0) = hdr_word(n, off);
+	*f64(blk, 1) = CHECK_LIVE ^ hdr_word(n, off);
+	memset(blk + CHECK_HDR, CHECK_CANARY, off - CHECK_HDR);
+	if (zero)
+		memset(blk + off, 0, n);
+	memset(blk + off + n, CHECK_CANARY, bs - off - n);
+	return blk + off;
+}
+
+/*
+ * The live block whose user pointer is p in span s: its start, size and
+ * offset, after checking its canaries.  NULL when p is not such a block or
+ * the block is damaged (reported; what names a pointer that is no block).
+ */
+static unsigned char *small_find(struct jp_span *s, const void *p, size_t *np,
+				 const char *what)
+{
+	unsigned char *blk = block_of(s, (uintptr_t)p), *u = (unsigned char *)p;
+	size_t n, off, bs = s->bsize;
+	long long first, last;
+
+	if (blk == NULL) {
+		report(what, p, SIZE_MAX, 1, 0);
+		return NULL;
+	}
+	if (!live_hdr(blk, bs, &n, &off)) {
+		if (key_word(blk) == jp__ag.key && jp__block_is_free(jp__tls_heap, blk, s)) {
+			report("double free", p, (*f64(blk, 2) ^ *f64(blk, 3)) == CHECK_FREED ?
+			       (size_t)(uint32_t)*f64(blk, 2) : SIZE_MAX, 1, 0);
+			return NULL;
+		}
+		/*
+		 * The header is damaged.  If p is where a block's bytes start
+		 * (a power of two from 32 on) and every byte between the
+		 * header and p changed, an underflow ran through the canary
+		 * into the header; the size it held is lost.
+		 */
+		off = (size_t)(u - blk);
+		if (off >= CHECK_OFF && (off & (off - 1)) == 0 &&
+		    damaged(blk + CHECK_HDR, u, CHECK_CANARY, u, &first, &last) &&
+		    first == CHECK_HDR - (long long)off && last == -1) {
+			report("underflow before the start", p, SIZE_MAX,
+			       -(long long)off, -1);
+			return NULL;
+		}
+		report(what, p, SIZE_MAX, 1, 0);
+		return NULL;
+	}
+	if (blk + off != u) {
+		report(what, p, SIZE_MAX, 1, 0);
+		return NULL;
+	}
+	if (damaged(blk + CHECK_HDR, u, CHECK_CANARY, u, &first, &last)) {
+		report("underflow before the start", p, n, first, last);
+		return NULL;
+	}
+	if (damaged(u + n, blk + bs, CHECK_CANARY, u, &first, &last)) {
+		report("overflow past the end", p, n, first, last);
+		return NULL;
+	}
+	*np = n;
+	return blk;
+}
+
+static void small_free(unsigned char *blk, struct jp_span *s)
+{
+	*f64(blk, 2) = *f64(blk, 0);
+	*f64(blk, 3) = *f64(blk, 0) ^ CHECK_FREED;
+	memset(blk + 32, CHECK_FILL, s->bsize - 32);
 	jp__free_block(jp__heap_get(), blk, s);
+}
+
+/* ---- huge blocks ---------------------------------------------------------- */
+
+/* The canary before huge block hg: [*lo, user). */
+static unsigned char *huge_pre(const struct jp_huge *hg)
+{
+	unsigned char *u = jp__huge_user(hg);
+	unsigned char *lo = u - CHECK_PRE_HUGE;
+	unsigned char *h = (unsigned char *)hg;
+
+	if (h < u && h + sizeof *hg > lo)
+		lo = h + sizeof *hg;
+	return lo;
+}
+
+static void *huge_alloc(size_t n, size_t align, bool zero)
+{
+	unsigned char *u;
+	struct jp_huge *hg;
+
+	if (n > SIZE_MAX - 1) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* One byte more: the canary starts at the exact end. */
+	u = jp__huge_alloc(n + 1, align, zero);
+	if (u == NULL)
+		return NULL;
+	hg = jp__huge_of(u);
+	hg->req = n;
+	memset(huge_pre(hg), CHECK_CANARY, (size_t)(u - huge_pre(hg)));
+	memset(u + n, CHECK_CANARY, hg->usable - n);
+	return u;
+}
+
+/* The live huge block p, canaries checked; NULL when it is not one
+ * (reported). */
+static struct jp_huge *huge_find(const void *p, const char *what)
+{
+	struct jp_huge *hg = jp__huge_of(p);
+	unsigned char *u = (unsigned char *)p;
+	long long first, last;
+
+	if (hg == NULL) {
+		report(jp__huge_freed(p) ? "double free" : what, p, SIZE_MAX, 1, 0);
+		return NULL;
+	}
+	if (damaged(huge_pre(hg), u, CHECK_CANARY, u, &first, &last)) {
+		report("underflow before the start", p, hg->req, first, last);
+		return NULL;
+	}
+	if (damaged(u + hg->req, u + hg->usable, CHECK_CANARY, u, &first, &last)) {
+		report("overflow past the end", p, hg->req, first, last);
+		return NULL;
+	}
+	return hg;
+}
+
+/* ---- the entry points (alloc.c) ------------------------------------------- */
+
+void *jp__check_alloc(size_t n, size_t align, bool zero)
+{
+	struct jp_heap *h;
+
+	if (align < 16)
+		align = 16;
+	if (align <= JP_SLICE_SIZE &&
+	    n <= JP_MAX_SMALL - (align > CHECK_OFF ? align : CHECK_OFF) - CHECK_TAIL) {
+		h = jp__heap_get();
+		if (h == NULL) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return small_alloc(h, n, align, zero);
+	}
+	return huge_alloc(n, align, zero);
+}
+
+/* Where p is a live checked block: its span (small), or NULL with *hg set
+ * (huge); both NULL when p is not one (reported). */
+static unsigned char *find(const void *p, const char *what, struct jp_span **sp,
+			   struct jp_huge **hg, size_t *n)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	*sp = NULL;
+	*hg = NULL;
+	if ((a >> JP_SEG_SHIFT) >= JP_REG_N) {
+		report(what, p, SIZE_MAX, 1, 0);
+		return NULL;
+	}
+	if (jp__reg_get(a) == JP_REG_SMALL) {
+		*sp = jp__span_of(a);
+		return small_find(*sp, p, n, what);
+	}
+	*hg = huge_find(p, what);
+	if (*hg != NULL)
+		*n = (*hg)->req;
+	return NULL;
+}
+
+void jp__check_free(void *p)
+{
+	struct jp_span *s;
+	struct jp_huge *hg;
+	unsigned char *blk;
+	size_t n;
+
+	blk = find(p, "invalid free", &s, &hg, &n);
+	if (blk != NULL)
+		small_free(blk, s);
+	else if (hg != NULL)
+		jp__huge_free(hg);
+}
+
+size_t jp__check_usable(const void *p, const char *what)
+{
+	struct jp_span *s;
+	struct jp_huge *hg;
+	size_t n = 0;
+
+	if (find(p, what, &s, &hg, &n) == NULL && hg == NULL)
+		return 0;	/* reported (a hook took it) */
+	return n;
+}
+
+void *jp__check_realloc(void *p, size_t m)
+{
+	struct jp_span *s;
+	struct jp_huge *hg;
+	unsigned char *blk, *u = p, *q;
+	size_t n = 0;
+
+	blk = find(p, "invalid realloc", &s, &hg, &n);
+	if (blk == NULL && hg == NULL)
+		return NULL;	/* reported (a hook took it) */
+	if (blk != NULL) {
+		size_t off = (size_t)(u - blk), bs = s->bsize;
+
+		/* In place while it fits the block and the block is not more
+		 * than twice too big, as without check mode. */
+		if (off + m + CHECK_TAIL <= bs && (bs <= 64 || off + m + CHECK_TAIL > bs / 2)) {
+			*f64(blk, 0) = hdr_word(m, off);
+			*f64(blk, 1) = CHECK_LIVE ^ hdr_word(m, off);
+			memset(u + m, CHECK_CANARY, bs - off - m);
+			return p;
+		}
+	} else if (m < hg->usable && m >= hg->usable / 2) {
+		hg->req = m;
+		memset(u + m, CHECK_CANARY, hg->usable - m);
+		return p;
+	}
+	q = jp__check_alloc(m, 16, false);
+	if (q == NULL)
+		return NULL;
+	memcpy(q, p, n < m ? n : m);
+	if (blk != NULL)
+		small_free(blk, s);
+	else
+		jp__huge_free(hg);
+	return q;
 }

@@ -243,6 +243,52 @@ struct jp_huge *jp__huge_of(const void *p)
 	return h;
 }
 
+/* ---- check mode's quarantine -------------------------------------------
+ *
+ * With JPSYNC_CHECK a freed huge mapping is not unmapped at once: it is made
+ * inaccessible (its pages go back), so that a write after free faults where
+ * it happens instead of landing in a later mapping, and a second free of it
+ * is known to be a double free.  The oldest of HQ_N goes when a new one
+ * comes (address space only: the pages are gone).
+ */
+#define HQ_N	64
+static struct {
+	void *base;
+	size_t size;
+	const void *user;
+} hq[HQ_N];				/* a ring (huge lock) */
+static unsigned hq_next;
+
+static void quarantine(void *base, size_t size, const void *user)
+{
+	void *old_base;
+	size_t old_size;
+
+	jp__os_protect_none(base, size);
+	jp__mapped_sub(size);
+	jp__lock(&jp__huge_lock);
+	old_base = hq[hq_next].base;
+	old_size = hq[hq_next].size;
+	hq[hq_next].base = base;
+	hq[hq_next].size = size;
+	hq[hq_next].user = user;
+	hq_next = (hq_next + 1) % HQ_N;
+	jp__unlock(&jp__huge_lock);
+	if (old_base != NULL)
+		jp__os_unmap(old_base, old_size);
+}
+
+bool jp__huge_freed(const void *p)
+{
+	bool found = false;
+
+	jp__lock(&jp__huge_lock);
+	for (unsigned i = 0; i < HQ_N && !found; i++)
+		found = hq[i].base != NULL && hq[i].user == p;
+	jp__unlock(&jp__huge_lock);
+	return found;
+}
+
 void jp__huge_free(struct jp_huge *h)
 {
 	void *base = h->base;
@@ -252,6 +298,10 @@ void jp__huge_free(struct jp_huge *h)
 	huge_count(h, -1);
 	h->magic = 0;
 	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
+	if (jp__ag.check) {
+		quarantine(base, total, jp__huge_user(h));
+		return;
+	}
 	if (cacheable && hcache_put(base, total, h->user_off + h->usable))
 		return;
 	jp__os_unmap(base, total);

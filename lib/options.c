@@ -109,18 +109,6 @@ int jp__parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* Append s to the line buffer, keeping room for the terminator. */
-static void line_add(char *line, size_t cap, size_t *len, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n > cap - 1 - *len)
-		n = cap - 1 - *len;
-	memcpy(line + *len, s, n);
-	*len += n;
-	line[*len] = '\0';
-}
-
 static void warn(int fd, const char *name, size_t name_len, const char *value,
 		 const char *why)
 {
@@ -133,8 +121,8 @@ static void warn(int fd, const char *name, size_t name_len, const char *value,
 		name_len = sizeof nm - 1;
 	memcpy(nm, name, name_len);
 	nm[name_len] = '\0';
-	line_add(line, sizeof line, &len, "jpsync: warning: ");
-	line_add(line, sizeof line, &len, nm);
+	jp__str_add(line, sizeof line, &len, "jpsync: warning: ");
+	jp__str_add(line, sizeof line, &len, nm);
 	if (value != NULL) {
 		/* A long value is shown cut, so that the reason always fits. */
 		char shown[72];
@@ -145,15 +133,15 @@ static void warn(int fd, const char *name, size_t name_len, const char *value,
 		} else {
 			memcpy(shown, value, vlen + 1);
 		}
-		line_add(line, sizeof line, &len, "='");
-		line_add(line, sizeof line, &len, shown);
-		line_add(line, sizeof line, &len, "'");
+		jp__str_add(line, sizeof line, &len, "='");
+		jp__str_add(line, sizeof line, &len, shown);
+		jp__str_add(line, sizeof line, &len, "'");
 	}
-	line_add(line, sizeof line, &len, ": ");
-	line_add(line, sizeof line, &len, why);
+	jp__str_add(line, sizeof line, &len, ": ");
+	jp__str_add(line, sizeof line, &len, why);
 	if (value != NULL)
-		line_add(line, sizeof line, &len, "; default kept");
-	line_add(line, sizeof line, &len, "\n");
+		jp__str_add(line, sizeof line, &len, "; default kept");
+	jp__str_add(line, sizeof line, &len, "\n");
 	jp__os_write(fd, line, len);
 }
 
@@ -191,11 +179,11 @@ static void size_add(char *line, size_t cap, size_t *len,
 		v /= 1024;
 		k++;
 	}
-	line_add(line, cap, len, jp__fmt_u64(num, v));
+	jp__str_add(line, cap, len, jp__fmt_u64(num, v));
 	if (k > 0) {
 		char sfx[2] = { suffix[k - 1], '\0' };
 
-		line_add(line, cap, len, sfx);
+		jp__str_add(line, cap, len, sfx);
 	}
 }
 
@@ -209,14 +197,14 @@ char *jp__option_range(const struct jp_option_desc *d, char *buf, size_t cap)
 	case JP_OPT_STATS:
 		break;
 	case JP_OPT_SIZE_OFF:
-		line_add(buf, cap, &len, "a size or off; default ");
+		jp__str_add(buf, cap, &len, "a size or off; default ");
 		size_add(buf, cap, &len, d, d->def);
 		break;
 	case JP_OPT_SIZE:
 		size_add(buf, cap, &len, d, d->min);
-		line_add(buf, cap, &len, " to ");
+		jp__str_add(buf, cap, &len, " to ");
 		size_add(buf, cap, &len, d, d->max);
-		line_add(buf, cap, &len, "; default ");
+		jp__str_add(buf, cap, &len, "; default ");
 		size_add(buf, cap, &len, d, d->def);
 		break;
 	}
@@ -230,12 +218,12 @@ static const char *why_range(const struct jp_option_desc *d, const char *what,
 	size_t len = 0;
 
 	why[0] = '\0';
-	line_add(why, cap, &len, what);
-	line_add(why, cap, &len, " (");
+	jp__str_add(why, cap, &len, what);
+	jp__str_add(why, cap, &len, " (");
 	size_add(why, cap, &len, d, d->min);
-	line_add(why, cap, &len, " to ");
+	jp__str_add(why, cap, &len, " to ");
 	size_add(why, cap, &len, d, d->max);
-	line_add(why, cap, &len, d->bytes ? ", with an optional K, M or G suffix)"
+	jp__str_add(why, cap, &len, d->bytes ? ", with an optional K, M or G suffix)"
 				       : ")");
 	return why;
 }
@@ -341,31 +329,31 @@ void jp__options_print(const struct jp_options *o, int fd)
 		char line[400], num[24];
 		size_t len = 0;
 
-		line_add(line, sizeof line, &len, "jpsync: ");
-		line_add(line, sizeof line, &len, prefix);
-		line_add(line, sizeof line, &len, d->name);
-		line_add(line, sizeof line, &len, "=");
+		jp__str_add(line, sizeof line, &len, "jpsync: ");
+		jp__str_add(line, sizeof line, &len, prefix);
+		jp__str_add(line, sizeof line, &len, d->name);
+		jp__str_add(line, sizeof line, &len, "=");
 		switch (d->kind) {
 		case JP_OPT_BOOL:
-			line_add(line, sizeof line, &len, *(const bool *)field ? "1" : "0");
+			jp__str_add(line, sizeof line, &len, *(const bool *)field ? "1" : "0");
 			break;
 		case JP_OPT_SIZE_OFF:
 			if (*(const uint64_t *)field == UINT64_MAX) {
-				line_add(line, sizeof line, &len, "off");
+				jp__str_add(line, sizeof line, &len, "off");
 				break;
 			}
 			/* fall through */
 		case JP_OPT_SIZE:
-			line_add(line, sizeof line, &len,
+			jp__str_add(line, sizeof line, &len,
 				 jp__fmt_u64(num, *(const uint64_t *)field));
 			break;
 		case JP_OPT_STATS:
-			line_add(line, sizeof line, &len,
+			jp__str_add(line, sizeof line, &len,
 				 o->stats == JP_STATS_NONE ? "0" :
 				 o->stats == JP_STATS_STDERR ? "1" : o->stats_path);
 			break;
 		}
-		line_add(line, sizeof line, &len, "\n");
+		jp__str_add(line, sizeof line, &len, "\n");
 		jp__os_write(fd, line, len);
 	}
 }

@@ -323,6 +323,17 @@ int jp__os_gettid(void)
 	return (int)syscall(SYS_gettid);
 }
 
+void jp__str_add(char *buf, size_t cap, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n > cap - 1 - *len)
+		n = cap - 1 - *len;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
 /* ---- misuse ------------------------------------------------------------- */
 
 void jp__die(const char *what)
@@ -363,6 +374,7 @@ void jp__die_ptr(const char *what, const void *ptr)
 
 int jp__os_resize(void *addr, size_t old_size, size_t new_size);
 int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
+int jp__os_protect_none(void *addr, size_t size);
 
 /* Grow or shrink a mapping where it is; ENOMEM when it cannot grow there. */
 int jp__os_resize(void *addr, size_t old_size, size_t new_size)
@@ -383,6 +395,17 @@ int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest)
 	if (p == MAP_FAILED)
 		return errno == EAGAIN ? ENOMEM : errno;
 	return 0;
+}
+
+/* A fresh inaccessible mapping over the range: its pages are gone and any
+ * access faults, while the addresses stay ours (check mode's quarantine of
+ * freed huge blocks). */
+int jp__os_protect_none(void *addr, size_t size)
+{
+	void *p = mmap(addr, size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? errno : 0;
 }
 
 /* ---- queue (data flow): asymmetric fences ------------------------------- */

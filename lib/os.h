@@ -73,6 +73,10 @@ int jp__os_puts(int fd, const char *s);
 char *jp__fmt_hex(char *buf, uintptr_t v);
 /* Format v in decimal into buf of at least 21 bytes; returns buf. */
 char *jp__fmt_u64(char *buf, uint64_t v);
+/* Append s to the string of *len bytes in buf (cap bytes), cut to fit,
+ * NUL-terminated; *len grows by what went in.  The messages of the library
+ * (options, check mode) are built with it, on the stack. */
+void jp__str_add(char *buf, size_t cap, size_t *len, const char *s);
 /* Monotonic time in nanoseconds. */
 uint64_t jp__os_now_ns(void);
 /* The kernel thread id of the caller. */

@@ -4,9 +4,19 @@
  * process) or a tool around them.
  *
  *   alloc-helper check-ok        JPSYNC_CHECK=1: normal use must pass
+ *   alloc-helper check-aligned   JPSYNC_CHECK=1: aligned blocks freed, then
+ *                                plain ones of the same size (must pass)
+ *   alloc-helper check-realloc   JPSYNC_CHECK=1: realloc of every kind, in
+ *                                place at the same size (must pass)
  *   alloc-helper check-uaf       a write into a freed block, then reuse
  *   alloc-helper check-overflow  a write past the requested size, then free
+ *   alloc-helper check-underflow a write before the block, then free
+ *   alloc-helper check-overflow-huge  one byte past a huge block of 300000
+ *   alloc-helper check-overflow-256k  one byte past a block of 256 KiB
  *   alloc-helper check-double    a double free
+ *   alloc-helper check-foreign   a free of a stack address
+ * The check-* cases that must abort print "ptr=<the block>" on stderr
+ * first, so that the test can compare the whole message.
  *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
  *   alloc-helper leak            loses one block (memcheck must see it)
  *   alloc-helper use-after-free  reads a freed block (memcheck must see it)
@@ -109,6 +119,61 @@ static int bulk(void)
 	return 0;
 }
 
+/* memalign(64, 1000) + free + malloc(1000), 100 times, sizes 100-5000,
+ * alignments 32 and 64: check mode took the aligned block, which it had
+ * not written, for a freed checked one (jpsync 1.1 before issue 12). */
+static int check_aligned(void)
+{
+	for (size_t align = 32; align <= 64; align *= 2)
+		for (size_t n = 100; n <= 5000; n += 100)
+			for (int i = 0; i < 100; i++) {
+				char *p = jp_alloc_aligned(align, n), *q;
+
+				if (p == NULL || (uintptr_t)p % align != 0)
+					return 1;
+				memset(p, 1, 16);	/* the header only, as gcc */
+				jp_free(p);
+				q = jp_alloc(n);
+				if (q == NULL)
+					return 1;
+				memset(q, 2, n);
+				jp_free(q);
+			}
+	return 0;
+}
+
+/* realloc from and to every kind; to the same size stays in place. */
+static int check_realloc(void)
+{
+	static const size_t steps[] = { 10, 100, 5000, 200000, 262144, 300000,
+					4 << 20, 100000, 64, 1 };
+	unsigned char *p = jp_alloc_aligned(64, 40), *q;
+	size_t have = 40;
+
+	memset(p, 0, have);
+	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+		p = jp_realloc(p, steps[i]);
+		if (p == NULL)
+			return 1;
+		for (size_t j = 0; j < (have < steps[i] ? have : steps[i]); j++)
+			if (p[j] != (unsigned char)i)
+				return 2;
+		memset(p, (int)i + 1, steps[i]);
+		have = steps[i];
+		q = jp_realloc(p, have);
+		if (q != p)
+			return 3;	/* the same size: in place */
+	}
+	jp_free(p);
+	return 0;
+}
+
+static void *noted(void *p)
+{
+	fprintf(stderr, "ptr=%p\n", p);
+	return p;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -118,8 +183,12 @@ int main(int argc, char **argv)
 		return bulk();
 	if (strcmp(mode, "check-ok") == 0)
 		return check_ok();
+	if (strcmp(mode, "check-aligned") == 0)
+		return check_aligned();
+	if (strcmp(mode, "check-realloc") == 0)
+		return check_realloc();
 	if (strcmp(mode, "check-uaf") == 0) {
-		p = jp_alloc(100);
+		p = noted(jp_alloc(100));
 		jp_free(p);
 		p[50] = 1;		/* the bug */
 		for (int i = 0; i < 100; i++)
@@ -127,15 +196,39 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(mode, "check-overflow") == 0) {
-		p = jp_alloc(100);
+		p = noted(jp_alloc(100));
 		p[100] = 1;		/* the bug */
 		jp_free(p);
 		return 0;
 	}
+	if (strcmp(mode, "check-underflow") == 0) {
+		p = noted(jp_alloc(100));
+		p[-1] = 1;		/* the bug */
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "check-overflow-huge") == 0) {
+		p = noted(jp_alloc(300000));
+		p[300000] = 1;		/* the bug */
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "check-overflow-256k") == 0) {
+		p = noted(jp_alloc(256 << 10));
+		p[256 << 10] = 1;	/* the bug */
+		jp_free(p);
+		return 0;
+	}
 	if (strcmp(mode, "check-double") == 0) {
-		p = jp_alloc(100);
+		p = noted(jp_alloc(100));
 		jp_free(p);
 		jp_free(p);		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-foreign") == 0) {
+		char local[16];
+
+		jp_free(noted(local));	/* the bug */
 		return 0;
 	}
 	if (strcmp(mode, "stats") == 0 || strcmp(mode, "clean") == 0) {

@@ -1162,16 +1162,6 @@ static void test_dlopen_by_unlinked_program(void)
 		printf("\n%s\n", res.err);
 }
 
-/* The pointer the helper printed on its stdout is not captured: compare
- * the message shape and the abort. */
-static void expect_abort(const struct jp_child_result *res, const char *prefix)
-{
-	CU_ASSERT(res->signaled && res->sig == SIGABRT);
-	CU_ASSERT_PTR_NOT_NULL(strstr(res->err, prefix));
-	if (strstr(res->err, prefix) == NULL)
-		printf("\nstderr was: %s\n", res->err);
-}
-
 static void test_check_ok(void)
 {
 	struct jp_child_result res;
@@ -1181,28 +1171,75 @@ static void test_check_ok(void)
 	CU_ASSERT_EQUAL(res.err[0], '\0');
 }
 
-static void test_check_write_after_free(void)
+static void test_check_aligned_then_plain(void)
 {
 	struct jp_child_result res;
 
-	run_helper("check-uaf", "JPSYNC_CHECK=1", NULL, &res);
-	expect_abort(&res, "jpsync: write after free of 0x");
+	run_helper("check-aligned", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
+	if (!(res.exited && res.status == 0))
+		printf("\n%s\n", res.err);
+}
+
+static void test_check_realloc(void)
+{
+	struct jp_child_result res;
+
+	run_helper("check-realloc", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
+	if (!(res.exited && res.status == 0))
+		printf("\nexit %d: %s\n", res.status, res.err);
+}
+
+/*
+ * A check-mode abort: the helper printed "ptr=<p>" first; the message must
+ * be exactly "jpsync: <what> of <p><rest>".
+ */
+static void expect_check_abort(const char *mode, const char *what, const char *rest)
+{
+	struct jp_child_result res;
+	char want[256];
+	void *p = NULL;
+
+	run_helper(mode, "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.signaled && res.sig == SIGABRT);
+	CU_ASSERT_FATAL(sscanf(res.err, "ptr=%p", &p) == 1);
+	snprintf(want, sizeof want, "ptr=%p\njpsync: %s of 0x%lx%s\n", p, what,
+		 (unsigned long)(uintptr_t)p, rest);
+	CU_ASSERT_STRING_EQUAL(res.err, want);
+}
+
+static void test_check_write_after_free(void)
+{
+	expect_check_abort("check-uaf", "write after free", " (100 bytes): byte 50 changed");
 }
 
 static void test_check_overflow(void)
 {
-	struct jp_child_result res;
+	expect_check_abort("check-overflow", "overflow past the end",
+			   " (100 bytes): byte 100 changed");
+	expect_check_abort("check-overflow-256k", "overflow past the end",
+			   " (262144 bytes): byte 262144 changed");
+	expect_check_abort("check-overflow-huge", "overflow past the end",
+			   " (300000 bytes): byte 300000 changed");
+}
 
-	run_helper("check-overflow", "JPSYNC_CHECK=1", NULL, &res);
-	expect_abort(&res, "jpsync: overflow past the end of 0x");
+static void test_check_underflow(void)
+{
+	expect_check_abort("check-underflow", "underflow before the start",
+			   " (100 bytes): byte -1 changed");
 }
 
 static void test_check_double_free(void)
 {
-	struct jp_child_result res;
+	expect_check_abort("check-double", "double free", " (100 bytes)");
+}
 
-	run_helper("check-double", "JPSYNC_CHECK=1", NULL, &res);
-	expect_abort(&res, "jpsync: double free of 0x");
+static void test_check_foreign_free(void)
+{
+	expect_check_abort("check-foreign", "invalid free", "");
 }
 
 static void test_stats_at_exit(void)
@@ -1781,9 +1818,13 @@ static CU_TestInfo misuse_tests[] = {
 	{ "invalid free: offset, unaligned, past the end", test_invalid_free_offset_and_unaligned },
 	{ "double free (in the cache, flushed, on a transfer chain)", test_double_free },
 	{ "JPSYNC_CHECK=1: a correct program runs", test_check_ok },
+	{ "JPSYNC_CHECK=1: aligned blocks, then plain ones of their size", test_check_aligned_then_plain },
+	{ "JPSYNC_CHECK=1: realloc of every kind, in place at the same size", test_check_realloc },
 	{ "JPSYNC_CHECK=1: write after free", test_check_write_after_free },
-	{ "JPSYNC_CHECK=1: overflow past the end", test_check_overflow },
+	{ "JPSYNC_CHECK=1: overflow past the end (small, 256 KiB, huge)", test_check_overflow },
+	{ "JPSYNC_CHECK=1: underflow before the start", test_check_underflow },
 	{ "JPSYNC_CHECK=1: double free", test_check_double_free },
+	{ "JPSYNC_CHECK=1: foreign free", test_check_foreign_free },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Real, unmodified programs under ./shim/jpsync-run give the same output and
 # exit status as without it: Python (a large dict sorted, sqlite3, json),
-# Perl (a large hash), sort of a 20 MB file, gcc compiling a C file, git on
-# a repository made here (init, add, commit, log, gc), xz -T2 round trip
-# (of 8 MB: the input of sort cut down, xz being the slowest of them).
+# Perl (a large hash), sort of a 20 MB file, gcc compiling a C file and
+# (-O2) a generated one of 140 KB, git on a repository made here (init,
+# add, commit, log, gc), xz -T2 round trip (of 8 MB: the input of sort cut
+# down, xz being the slowest of them).  Each runs a third time under
+# jpsync-run --check: check mode must never report a correct program.
 # Each run has a timeout.  A program that is not installed, or that fails
 # even without the module, is reported and left out; if none runs, the test
 # is skipped.
@@ -21,13 +23,13 @@ status=0 ran=0
 compare() {
   name=$1 dir=$2; shift 2
   start=$(date +%s)
-  for mode in plain jpsync; do
+  for mode in plain jpsync check; do
     rm -rf "$dir/work"; cp -R "$dir/in" "$dir/work"
-    if [ $mode = plain ]; then
-      (cd "$dir/work" && timeout -k 5 "$limit" "$@" > ../$mode.out 2> ../$mode.err)
-    else
-      (cd "$dir/work" && timeout -k 5 "$limit" "$run" "$@" > ../$mode.out 2> ../$mode.err)
-    fi
+    case $mode in
+    plain) (cd "$dir/work" && timeout -k 5 "$limit" "$@" > ../$mode.out 2> ../$mode.err) ;;
+    jpsync) (cd "$dir/work" && timeout -k 5 "$limit" "$run" "$@" > ../$mode.out 2> ../$mode.err) ;;
+    check) (cd "$dir/work" && timeout -k 5 "$limit" "$run" --check "$@" > ../$mode.out 2> ../$mode.err) ;;
+    esac
     echo $? > "$dir/$mode.rc"
   done
   secs=$(( $(date +%s) - start ))
@@ -38,17 +40,20 @@ compare() {
     head -n 5 "$dir/plain.err"; return 0
   fi
   ran=$((ran + 1))
-  if ! cmp -s "$dir/plain.rc" "$dir/jpsync.rc"; then
-    echo "FAIL: $name: exit status $(cat "$dir/jpsync.rc") under jpsync-run, 0 without"
-    head -n 20 "$dir/jpsync.err"; status=1; return 1
-  fi
-  for f in out err; do
-    if ! cmp -s "$dir/plain.$f" "$dir/jpsync.$f"; then
-      echo "FAIL: $name: std$f differs under jpsync-run:"
-      diff "$dir/plain.$f" "$dir/jpsync.$f" | head -n 20; status=1; return 1
+  for mode in jpsync check; do
+    how="under jpsync-run"; [ $mode = check ] && how="under jpsync-run --check"
+    if ! cmp -s "$dir/plain.rc" "$dir/$mode.rc"; then
+      echo "FAIL: $name: exit status $(cat "$dir/$mode.rc") $how, 0 without"
+      head -n 20 "$dir/$mode.err"; status=1; return 1
     fi
+    for f in out err; do
+      if ! cmp -s "$dir/plain.$f" "$dir/$mode.$f"; then
+        echo "FAIL: $name: std$f differs $how:"
+        diff "$dir/plain.$f" "$dir/$mode.$f" | head -n 20; status=1; return 1
+      fi
+    done
   done
-  echo "ok: $name: same output ($(wc -c < "$dir/plain.out") bytes) and exit status (${secs}s for both)"
+  echo "ok: $name: same output ($(wc -c < "$dir/plain.out") bytes) and exit status, also with --check (${secs}s for the three)"
   return 0
 }
 
@@ -147,6 +152,22 @@ int main(void)
 C
   compare gcc "$tmp/gcc" sh -c 'gcc -O2 -g -frandom-seed=1 -c prog.c -o prog.o &&
     gcc -o prog prog.o && ./prog && od -An -tx1 prog.o | cksum'
+fi
+
+# gcc -O2 on a generated file of 140 KB (1000 functions and a main that
+# calls them all): its alias pass freed an aligned block that check mode
+# then took for a freed checked one ("write after free", jpsync 1.1 before
+# issue 12).
+if have gcc; then
+  mkdir -p "$tmp/gccbig/in"
+  awk 'BEGIN { n = 1000; print "#include <stdio.h>"
+    for (i = 0; i < n; i++) { m = 8 + i % 50
+      printf "static int f%d(int x){ int a[%d]; for(int i=0;i<%d;i++) a[i]=x*i+%d; int s=0; for(int i=0;i<%d;i++) s+=a[i]^(i*%d); return s; }\n", i, m, m, i, m, i % 97 }
+    print "int main(void){ long t=0;"
+    for (i = 0; i < n; i++) printf " t+=f%d(%d);\n", i, i % 13
+    print " printf(\"%ld\\n\", t); return 0; }" }' > "$tmp/gccbig/in/big.c"
+  compare gcc-O2-140K "$tmp/gccbig" sh -c 'gcc -O2 -frandom-seed=1 -c big.c -o big.o &&
+    gcc -o big big.o && ./big && od -An -tx1 big.o | cksum'
 fi
 
 # --- git: a repository made here -----------------------------------------
