@@ -20,6 +20,22 @@ bool jp__deadline_passed(const struct timespec *deadline)
 	       (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
 }
 
+bool jp__park_may_spin(void)
+{
+	/* 0: not decided yet; 1: no; 2: yes.  relaxed: one value, the same
+	 * whoever computes it. */
+	static _Atomic int may_spin;
+	int v = atomic_load_explicit(&may_spin, memory_order_relaxed);
+
+	if (jp_unlikely(v == 0)) {
+		v = jp__os_cpu_count() > 1 && !JP_ON_VALGRIND() ? 2 : 1;
+		if (JP_ON_VALGRIND())
+			JP_BENIGN_RACE(&may_spin, sizeof may_spin, "jpsync spin decision");
+		atomic_store_explicit(&may_spin, v, memory_order_relaxed);
+	}
+	return v == 2;
+}
+
 int jp__park_wait(const _Atomic uint32_t *word, uint32_t seen,
 		  const struct timespec *deadline)
 {

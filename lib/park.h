@@ -83,6 +83,17 @@ static inline int jp__deadline_check(const struct timespec *deadline)
 /* True when the (valid) deadline is not in the future; NULL never passes. */
 bool jp__deadline_passed(const struct timespec *deadline);
 
+/* ---- spinning before parking ------------------------------------------ */
+
+/*
+ * Whether a waiter may spin a little before it parks: true on a machine
+ * with more than one CPU, outside valgrind (which runs one thread at a
+ * time, so spinning only delays the thread being waited for).  Decided
+ * once.  The primitives bound their spins themselves (rwlock.c, sem.c,
+ * barrier.c); jp_mutex has its own adaptive budget (mutex.c).
+ */
+bool jp__park_may_spin(void);
+
 /* ---- the futex word ------------------------------------------------------ */
 
 /*
