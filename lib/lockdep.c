@@ -1,8 +1,13 @@
 /*
- * lockdep.c - lock-order checking for jp_mutex (JPSYNC_LOCKDEP=1).
+ * lockdep.c - lock-order checking for jp_mutex and jp_rwlock
+ * (JPSYNC_LOCKDEP=1).
  *
- * Each thread keeps the stack of jp_mutexes it holds, with the code address
- * of each acquisition.  Before a thread blocks on mutex B while holding A,
+ * Each thread keeps the stack of locks it holds (a jp_mutex, or a jp_rwlock
+ * taken for reading or writing), with the code address of each
+ * acquisition.  Both modes of a jp_rwlock take part in the orders: a reader
+ * waits behind a waiting writer (writers are not starved), so "read A, then
+ * B" against "B, then write A" deadlocks, and so do two readers taking two
+ * rwlocks in opposite orders while writers wait for both.  Before a thread blocks on mutex B while holding A,
  * the order "A before B" is recorded in a process-wide table of edges, and
  * the table is asked whether "B before A" was ever recorded.  If it was, the
  * two orders can deadlock, and one report names both mutexes and the code
@@ -31,8 +36,9 @@
 #define LD_DEAD		((uintptr_t)1)	/* a forgotten edge (a destroyed mutex) */
 
 struct ld_held {
-	const jp_mutex_t *m;
+	const void *m;
 	void *pc;
+	int kind;		/* JP__LD_MUTEX, _READ or _WRITE */
 };
 
 struct ld_thread {
@@ -46,6 +52,7 @@ struct ld_thread {
 struct ld_edge {
 	uintptr_t a, b;		/* a == 0: empty slot; a == LD_DEAD: forgotten */
 	void *pc_a, *pc_b;
+	int kind_a, kind_b;
 	int tid;
 	int reported;
 };
@@ -129,6 +136,17 @@ static void flush(struct ld_buf *b)
 
 #define PFX "jpsync: lockdep: "
 
+/* "mutex 0x...", "rwlock 0x... (read)", "rwlock 0x... (write)". */
+static void put_lock(struct ld_buf *b, int kind, uintptr_t lock)
+{
+	put(b, kind == JP__LD_MUTEX ? "mutex " : "rwlock ");
+	put_hex(b, lock);
+	if (kind == JP__LD_READ)
+		put(b, " (read)");
+	else if (kind == JP__LD_WRITE)
+		put(b, " (write)");
+}
+
 /* ---- per-thread state --------------------------------------------------- */
 
 /*
@@ -154,8 +172,8 @@ static void ld_thread_exit(void *p)
 	for (unsigned i = 0; i < n; i++) {
 		put(&b, PFX "thread ");
 		put_dec(&b, (uint64_t)t->tid);
-		put(&b, " exits holding mutex ");
-		put_hex(&b, (uintptr_t)t->held[i].m);
+		put(&b, " exits holding ");
+		put_lock(&b, t->held[i].kind, (uintptr_t)t->held[i].m);
 		put(&b, " taken at ");
 		put_pc(&b, t->held[i].pc);
 		put(&b, "\n");
@@ -260,40 +278,41 @@ static struct ld_edge *edge_find(uintptr_t a, uintptr_t b, int create)
 	return NULL;
 }
 
-static void report_inversion(const struct ld_edge *first, const jp_mutex_t *held,
-			     void *held_pc, const jp_mutex_t *m, void *pc, int tid)
+static void report_inversion(const struct ld_edge *first, const struct ld_held *held,
+			     const void *m, int kind, void *pc, int tid)
 {
 	struct ld_buf b = { .n = 0 };
 
-	put(&b, PFX "lock order inversion between mutex ");
+	put(&b, PFX "lock order inversion between ");
+	put(&b, first->kind_a == JP__LD_MUTEX ? "mutex " : "rwlock ");
 	put_hex(&b, first->a);
-	put(&b, " and mutex ");
+	put(&b, first->kind_b == JP__LD_MUTEX ? " and mutex " : " and rwlock ");
 	put_hex(&b, first->b);
 	put(&b, "\n" PFX "  thread ");
 	put_dec(&b, (uint64_t)first->tid);
-	put(&b, " took mutex ");
-	put_hex(&b, first->b);
+	put(&b, " took ");
+	put_lock(&b, first->kind_b, first->b);
 	put(&b, " at ");
 	put_pc(&b, first->pc_b);
-	put(&b, "\n" PFX "    while holding mutex ");
-	put_hex(&b, first->a);
+	put(&b, "\n" PFX "    while holding ");
+	put_lock(&b, first->kind_a, first->a);
 	put(&b, " taken at ");
 	put_pc(&b, first->pc_a);
 	put(&b, "\n" PFX "  thread ");
 	put_dec(&b, (uint64_t)tid);
-	put(&b, " takes mutex ");
-	put_hex(&b, (uintptr_t)m);
+	put(&b, " takes ");
+	put_lock(&b, kind, (uintptr_t)m);
 	put(&b, " at ");
 	put_pc(&b, pc);
-	put(&b, "\n" PFX "    while holding mutex ");
-	put_hex(&b, (uintptr_t)held);
+	put(&b, "\n" PFX "    while holding ");
+	put_lock(&b, held->kind, (uintptr_t)held->m);
 	put(&b, " taken at ");
-	put_pc(&b, held_pc);
+	put_pc(&b, held->pc);
 	put(&b, "\n" PFX "  these two orders can deadlock\n");
 	flush(&b);
 }
 
-void jp__lockdep_before_lock(jp_mutex_t *m, void *pc)
+void jp__lockdep_before_lock(const void *m, int kind, void *pc)
 {
 	struct ld_thread *t = ld_thread_get();
 	/* Inversions found, printed after ld_lock is released (see below). */
@@ -312,13 +331,14 @@ void jp__lockdep_before_lock(jp_mutex_t *m, void *pc)
 
 			put(&b, PFX "thread ");
 			put_dec(&b, (uint64_t)t->tid);
-			put(&b, " locks mutex ");
-			put_hex(&b, (uintptr_t)m);
+			put(&b, " locks ");
+			put_lock(&b, kind, (uintptr_t)m);
 			put(&b, " at ");
 			put_pc(&b, pc);
 			put(&b, " that it already holds (taken at ");
 			put_pc(&b, t->held[i].pc);
-			put(&b, "): self-deadlock\n");
+			put(&b, kind == JP__LD_READ && t->held[i].kind == JP__LD_READ ?
+				"): self-deadlock once a writer waits\n" : "): self-deadlock\n");
 			flush(&b);
 			return;
 		}
@@ -337,6 +357,8 @@ void jp__lockdep_before_lock(jp_mutex_t *m, void *pc)
 			break;
 		e->pc_a = t->held[i].pc;
 		e->pc_b = pc;
+		e->kind_a = t->held[i].kind;
+		e->kind_b = kind;
 		e->tid = t->tid;
 		rev = edge_find(bm, a, 0);
 		if (rev != NULL && !rev->reported && nfound < JP_ARRAY_SIZE(found)) {
@@ -353,10 +375,10 @@ void jp__lockdep_before_lock(jp_mutex_t *m, void *pc)
 	 * for ld_lock.
 	 */
 	for (unsigned i = 0; i < nfound; i++)
-		report_inversion(&found[i].first, found[i].held->m, found[i].held->pc, m, pc, t->tid);
+		report_inversion(&found[i].first, found[i].held, m, kind, pc, t->tid);
 }
 
-void jp__lockdep_acquired(jp_mutex_t *m, void *pc)
+void jp__lockdep_acquired(const void *m, int kind, void *pc)
 {
 	struct ld_thread *t = ld_thread_get();
 
@@ -365,11 +387,12 @@ void jp__lockdep_acquired(jp_mutex_t *m, void *pc)
 	if (t->depth < LD_HELD_MAX) {
 		t->held[t->depth].m = m;
 		t->held[t->depth].pc = pc;
+		t->held[t->depth].kind = kind;
 	}
 	t->depth++;
 }
 
-void jp__lockdep_release(jp_mutex_t *m, void *pc)
+void jp__lockdep_release(const void *m, int kind, void *pc)
 {
 	struct ld_thread *t = ld_thread_get();
 	struct ld_buf b = { .n = 0 };
@@ -391,7 +414,7 @@ void jp__lockdep_release(jp_mutex_t *m, void *pc)
 	}
 	put(&b, PFX "thread ");
 	put_dec(&b, (uint64_t)t->tid);
-	put(&b, " unlocks mutex ");
+	put(&b, kind == JP__LD_MUTEX ? " unlocks mutex " : " unlocks rwlock ");
 	put_hex(&b, (uintptr_t)m);
 	put(&b, " that it does not hold, at ");
 	put_pc(&b, pc);
@@ -399,7 +422,7 @@ void jp__lockdep_release(jp_mutex_t *m, void *pc)
 	flush(&b);
 }
 
-void jp__lockdep_destroy(jp_mutex_t *m)
+void jp__lockdep_destroy(const void *m)
 {
 	jp__mutex_lock_internal(&ld_lock);
 	if (ld_edges != NULL && ld_nedges != 0) {

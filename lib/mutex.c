@@ -213,14 +213,14 @@ static JP_NOINLINE int lock_checked(jp_mutex_t *m, void *pc, const struct timesp
 	if (mode & JP_SYNC_VALGRIND)
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 	if (mode & JP_SYNC_LOCKDEP)
-		jp__lockdep_before_lock(m, pc);
+		jp__lockdep_before_lock(m, JP__LD_MUTEX, pc);
 	if (!try_acquire(w))
 		r = lock_slow(w, deadline);
 	if (r == 0) {
 		if (mode & JP_SYNC_VALGRIND)
 			JP_HB_AFTER(m);
 		if (mode & JP_SYNC_LOCKDEP)
-			jp__lockdep_acquired(m, pc);
+			jp__lockdep_acquired(m, JP__LD_MUTEX, pc);
 	}
 	return r;
 }
@@ -230,7 +230,7 @@ static JP_NOINLINE void unlock_checked(jp_mutex_t *m, void *pc)
 	int mode = jp__sync_mode_get();
 
 	if (mode & JP_SYNC_LOCKDEP)
-		jp__lockdep_release(m, pc);
+		jp__lockdep_release(m, JP__LD_MUTEX, pc);
 	if (mode & JP_SYNC_VALGRIND) {
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 		JP_HB_BEFORE(m);
@@ -299,7 +299,7 @@ JP_EXPORT int jp_mutex_trylock(jp_mutex_t *m)
 		if (ok && (mode & JP_SYNC_VALGRIND))
 			JP_HB_AFTER(m);
 		if (ok && (mode & JP_SYNC_LOCKDEP))
-			jp__lockdep_acquired(m, __builtin_return_address(0));
+			jp__lockdep_acquired(m, JP__LD_MUTEX, __builtin_return_address(0));
 	}
 	TSAN(__tsan_mutex_post_lock(m, __tsan_mutex_try_lock |
 				    (ok ? 0 : __tsan_mutex_try_lock_failed), 0));
@@ -354,4 +354,23 @@ void jp__mutex_unlock_internal(jp_mutex_t *m)
 		JP_HB_BEFORE(m);
 	unlock_raw(jp__mutex_word(m));
 	TSAN(__tsan_mutex_post_unlock(m, 0));
+}
+
+/*
+ * The lock-word protocol alone, without lockdep, valgrind or TSan, for a
+ * lock built on it that annotates itself (rwlock.c: the writers' word).
+ */
+int jp__mutex_word_lock(_Atomic uint32_t *w, const struct timespec *deadline)
+{
+	return try_acquire(w) ? 0 : lock_slow(w, deadline);
+}
+
+bool jp__mutex_word_trylock(_Atomic uint32_t *w)
+{
+	return try_acquire(w);
+}
+
+void jp__mutex_word_unlock(_Atomic uint32_t *w)
+{
+	unlock_raw(w);
 }

@@ -1,5 +1,6 @@
 /*
- * sync.h - what mutex.c, cond.c, wait.c and lockdep.c share.
+ * sync.h - what mutex.c, cond.c, wait.c, lockdep.c and the 1.1 primitives
+ * (rwlock.c, sem.c, barrier.c) share.
  *
  * Vocabulary:
  *   the "sync mode" - decided once per process (jp__sync_mode): PLAIN, or
@@ -65,16 +66,31 @@ void jp__mutex_unlock_at(jp_mutex_t *m, void *pc);
 void jp__mutex_lock_internal(jp_mutex_t *m);
 void jp__mutex_unlock_internal(jp_mutex_t *m);
 
+/*
+ * The three-state lock-word protocol alone (spin, park, wake one), with no
+ * checking or annotation: for a lock built on it (rwlock.c).  lock returns
+ * 0, or ETIMEDOUT once the (valid) deadline has passed; a past deadline
+ * allows one attempt.
+ */
+int  jp__mutex_word_lock(_Atomic uint32_t *w, const struct timespec *deadline);
+bool jp__mutex_word_trylock(_Atomic uint32_t *w);
+void jp__mutex_word_unlock(_Atomic uint32_t *w);
+
 /* ---- "lockdep.c" -------------------------------------------------------- */
 
-/* Before blocking on m: record the order against what the thread holds. */
-void jp__lockdep_before_lock(jp_mutex_t *m, void *pc);
-/* m was acquired (by lock, timedlock or trylock). */
-void jp__lockdep_acquired(jp_mutex_t *m, void *pc);
-/* m is being released; reports a mutex the thread does not hold. */
-void jp__lockdep_release(jp_mutex_t *m, void *pc);
-/* m is destroyed: forget the orders it took part in. */
-void jp__lockdep_destroy(jp_mutex_t *m);
+/* What is taken: a jp_mutex, or a jp_rwlock for reading or for writing. */
+#define JP__LD_MUTEX 0
+#define JP__LD_READ  1
+#define JP__LD_WRITE 2
+
+/* Before blocking on lock: record the order against what the thread holds. */
+void jp__lockdep_before_lock(const void *lock, int kind, void *pc);
+/* lock was acquired (by lock, timedlock or trylock). */
+void jp__lockdep_acquired(const void *lock, int kind, void *pc);
+/* lock is being released; reports a lock the thread does not hold. */
+void jp__lockdep_release(const void *lock, int kind, void *pc);
+/* lock is destroyed: forget the orders it took part in. */
+void jp__lockdep_destroy(const void *lock);
 
 /* ---- "wait.c" ----------------------------------------------------------- */
 

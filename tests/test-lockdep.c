@@ -242,7 +242,7 @@ static void child_self(void *arg)
 	jp__sync_force_lockdep(true);
 	jp_mutex_lock(&mc);
 	/* Would deadlock if it went on to lock; lockdep reports before. */
-	jp__lockdep_before_lock(&mc, NULL);
+	jp__lockdep_before_lock(&mc, JP__LD_MUTEX, NULL);
 	jp_mutex_unlock(&mc);
 }
 
