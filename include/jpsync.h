@@ -17,6 +17,9 @@
 /* synchronisation */
 #include <jpsync/mutex.h>
 #include <jpsync/wait.h>
+#include <jpsync/rwlock.h>
+#include <jpsync/sem.h>
+#include <jpsync/barrier.h>
 
 /* data flow */
 #include <jpsync/queue.h>

@@ -5,12 +5,15 @@
  * ends a wait early nor late, a deadline far in the future still wakes.
  *
  * The timed calls: jp_{spsc,mpsc,mpmc}_{push,pop}, jp_wait (1-, 4- and
- * 8-byte objects), jp_mutex_timedlock and jp_cond_timedwait, each behind
- * one table (struct timed) so that every case runs on each.
+ * 8-byte objects), jp_mutex_timedlock, jp_cond_timedwait,
+ * jp_rwlock_timed{rd,wr}lock and jp_sem_timedwait, each behind one table
+ * (struct timed) so that every case runs on each.
  */
 #define _GNU_SOURCE
 #include <jpsync/mutex.h>
 #include <jpsync/queue.h>
+#include <jpsync/rwlock.h>
+#include <jpsync/sem.h>
 #include <jpsync/wait.h>
 
 #include "testutil.h"
@@ -42,6 +45,9 @@ struct obj {
 	void *q;
 	jp_mutex_t m;
 	jp_cond_t c;
+	jp_rwlock_t rw;
+	bool rw_hold_write;	/* the rwlock holder writes (else it reads) */
+	jp_sem_t js;
 	_Alignas(8) unsigned char val[8];
 	/* The mutex case: a thread that holds m until released. */
 	pthread_t holder;
@@ -197,6 +203,78 @@ static int cond_call(struct obj *o, const struct timespec *d)
 	return r;
 }
 
+/* The rwlock: held by a thread of its own for writing (blocks a timed
+ * reader) or for reading (blocks a timed writer); released as the mutex. */
+static void *rw_holder_main(void *arg)
+{
+	struct obj *o = arg;
+
+	if (o->rw_hold_write)
+		jp_rwlock_wrlock(&o->rw);
+	else
+		jp_rwlock_rdlock(&o->rw);
+	sem_post(&o->hold);
+	while (sem_wait(&o->unhold) != 0)
+		;
+	jp_rwlock_unlock(&o->rw);
+	return NULL;
+}
+
+static void rw_make(struct obj *o, bool hold_write)
+{
+	jp_rwlock_init(&o->rw);
+	o->rw_hold_write = hold_write;
+	sem_init(&o->hold, 0, 0);
+	sem_init(&o->unhold, 0, 0);
+	o->held = false;
+}
+
+static void rwr_make(struct obj *o) { rw_make(o, true); }
+static void rww_make(struct obj *o) { rw_make(o, false); }
+
+static void rw_block(struct obj *o)
+{
+	mutex_release(o);
+	CU_ASSERT_FATAL(pthread_create(&o->holder, NULL, rw_holder_main, o) == 0);
+	while (sem_wait(&o->hold) != 0)
+		;
+	o->held = true;
+}
+
+static void rw_destroy(struct obj *o)
+{
+	mutex_release(o);
+	jp_rwlock_destroy(&o->rw);
+	sem_destroy(&o->hold);
+	sem_destroy(&o->unhold);
+}
+
+static int rwr_call(struct obj *o, const struct timespec *d)
+{
+	int r = jp_rwlock_timedrdlock(&o->rw, d);
+
+	if (r == 0)
+		jp_rwlock_unlock(&o->rw);
+	return r;
+}
+
+static int rww_call(struct obj *o, const struct timespec *d)
+{
+	int r = jp_rwlock_timedwrlock(&o->rw, d);
+
+	if (r == 0)
+		jp_rwlock_unlock(&o->rw);
+	return r;
+}
+
+/* The semaphore: blocked at 0; a post releases it. */
+static void sem_make(struct obj *o) { CU_ASSERT(jp_sem_init(&o->js, 0) == 0); }
+static void sem_block(struct obj *o) { while (jp_sem_trywait(&o->js) == 0) ; }
+static void sem_release(struct obj *o) { CU_ASSERT(jp_sem_post(&o->js) == 0); }
+static void sem_ready(struct obj *o) { sem_block(o); sem_release(o); }
+static void sem_done(struct obj *o) { jp_sem_destroy(&o->js); }
+static int sem_call(struct obj *o, const struct timespec *d) { return jp_sem_timedwait(&o->js, d); }
+
 static const struct timed calls[] = {
 	{ "jp_spsc_pop", spsc_pop, spsc_make, spsc_drain, spsc_push_release, spsc_fill, spsc_destroy },
 	{ "jp_spsc_push", spsc_push, spsc_make, spsc_fill, spsc_pop_release, spsc_drain, spsc_destroy },
@@ -210,6 +288,11 @@ static const struct timed calls[] = {
 	{ "jp_mutex_timedlock", mutex_call, mutex_make, mutex_block, mutex_release, mutex_release,
 	  mutex_destroy },
 	{ "jp_cond_timedwait", cond_call, cond_make, cond_block, cond_release, NULL, cond_destroy },
+	{ "jp_rwlock_timedrdlock", rwr_call, rwr_make, rw_block, mutex_release, mutex_release,
+	  rw_destroy },
+	{ "jp_rwlock_timedwrlock", rww_call, rww_make, rw_block, mutex_release, mutex_release,
+	  rw_destroy },
+	{ "jp_sem_timedwait", sem_call, sem_make, sem_block, sem_release, sem_ready, sem_done },
 };
 #define NCALLS (sizeof calls / sizeof calls[0])
 
