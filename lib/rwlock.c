@@ -177,28 +177,39 @@ static inline bool too_many(uint32_t in, uint32_t out)
 }
 
 /*
- * Arrive.  Returns 0 and the writer bits the arrival saw, or EAGAIN (and
- * no arrival) when JP_RWLOCK_READERS_MAX read locks are held or waited for.
+ * Arrive: add RINC to rin.  Returns what rin held before (acquire: the
+ * last writer's unlock, a release on rin, happens before our critical
+ * section), and in *out a reading of rout taken after it.
  */
-static inline int rd_arrive(jp_rwlock_t *rw, uint32_t *w)
+static inline uint32_t rd_arrive(jp_rwlock_t *rw, uint32_t *out)
 {
-	/* acquire: the last writer's unlock (a release on rin) happens before
-	 * our critical section. */
 	uint32_t v = atomic_fetch_add_explicit(rin_of(rw), RINC, memory_order_acquire);
-	/* relaxed: a stale (smaller) count only over-counts the holders. */
-	uint32_t out = atomic_load_explicit(rout_of(rw), memory_order_relaxed);
 
-	*w = v & WBITS;
-	if (jp_unlikely(too_many(v, out))) {
-		if (rd_abandon(rw, *w) != 0)
+	/* relaxed: a stale (smaller) count only over-counts the holders. */
+	*out = atomic_load_explicit(rout_of(rw), memory_order_relaxed);
+	return v;
+}
+
+static int rd_wait(jp_rwlock_t *rw, uint32_t w, const struct timespec *deadline);
+
+/*
+ * After an arrival that found a writer present or too many readers: wait
+ * for the phase to end (0), or give up, leaving no arrival behind
+ * (EAGAIN, ETIMEDOUT).
+ */
+static JP_NOINLINE int rd_arrived(jp_rwlock_t *rw, uint32_t v, uint32_t out,
+				  const struct timespec *deadline)
+{
+	if (too_many(v, out)) {
+		if (rd_abandon(rw, v & WBITS) != 0)
 			rd_depart(rw);	/* a writer counted it: leave properly */
 		return EAGAIN;
 	}
-	return 0;
+	return (v & PRES) ? rd_wait(rw, v & WBITS, deadline) : 0;
 }
 
 /* Wait until the phase w is over.  0 once in; ETIMEDOUT with no arrival left. */
-static JP_NOINLINE int rd_wait(jp_rwlock_t *rw, uint32_t w, const struct timespec *deadline)
+static int rd_wait(jp_rwlock_t *rw, uint32_t w, const struct timespec *deadline)
 {
 	_Atomic uint32_t *rin = rin_of(rw);
 	unsigned spin = jp__park_may_spin() ? RW_SPIN : 0;
@@ -384,19 +395,20 @@ JP_EXPORT void jp_rwlock_destroy(jp_rwlock_t *rw)
 	TSAN(__tsan_mutex_destroy(rw, 0));
 }
 
-static inline int rdlock(jp_rwlock_t *rw, const struct timespec *deadline, void *pc)
+/* A read lock with the checks and annotations (and under TSan). */
+static JP_NOINLINE int rdlock(jp_rwlock_t *rw, const struct timespec *deadline, void *pc)
 {
 	bool chk = checked();
-	uint32_t w;
-	int r;
+	uint32_t v, out;
+	int r = 0;
 
 	TSAN(__tsan_mutex_pre_lock(rw, __tsan_mutex_read_lock |
 				   (deadline != NULL ? __tsan_mutex_try_lock : 0)));
 	if (chk)
 		before(rw, JP__LD_READ, pc);
-	r = rd_arrive(rw, &w);
-	if (r == 0 && jp_unlikely(w & PRES))
-		r = rd_wait(rw, w, deadline);
+	v = rd_arrive(rw, &out);
+	if (jp_unlikely((v & PRES) || too_many(v, out)))
+		r = rd_arrived(rw, v, out, deadline);
 	if (r == 0 && chk)
 		acquired(rw, JP__LD_READ, pc);
 	TSAN(__tsan_mutex_post_lock(rw, __tsan_mutex_read_lock |
@@ -405,16 +417,36 @@ static inline int rdlock(jp_rwlock_t *rw, const struct timespec *deadline, void 
 	return r;
 }
 
+/*
+ * The common read lock, kept small: no writer present, checks off.  One
+ * atomic addition and a load of the same cache line.
+ */
+static inline __attribute__((always_inline)) int rdlock_fast(jp_rwlock_t *rw,
+							       const struct timespec *deadline,
+							       void *pc)
+{
+#ifndef JP_TSAN
+	if (jp_likely(!checked())) {
+		uint32_t out, v = rd_arrive(rw, &out);
+
+		if (jp_likely(!(v & PRES) && !too_many(v, out)))
+			return 0;
+		return rd_arrived(rw, v, out, deadline);
+	}
+#endif
+	return rdlock(rw, deadline, pc);
+}
+
 JP_EXPORT int jp_rwlock_rdlock(jp_rwlock_t *rw)
 {
-	return rdlock(rw, NULL, __builtin_return_address(0));
+	return rdlock_fast(rw, NULL, __builtin_return_address(0));
 }
 
 JP_EXPORT int jp_rwlock_timedrdlock(jp_rwlock_t *rw, const struct timespec *deadline)
 {
 	if (jp__deadline_check(deadline) != 0)
 		return EINVAL;
-	return rdlock(rw, deadline, __builtin_return_address(0));
+	return rdlock_fast(rw, deadline, __builtin_return_address(0));
 }
 
 JP_EXPORT int jp_rwlock_tryrdlock(jp_rwlock_t *rw)
@@ -504,6 +536,19 @@ JP_EXPORT int jp_rwlock_trywrlock(jp_rwlock_t *rw)
 	return r;
 }
 
+/* Unlock with the checks and annotations (and under TSan). */
+static JP_NOINLINE void unlock_checked(jp_rwlock_t *rw, bool writer, void *pc)
+{
+	TSAN(__tsan_mutex_pre_unlock(rw, writer ? 0 : __tsan_mutex_read_lock));
+	if (checked())
+		releasing(rw, writer ? JP__LD_WRITE : JP__LD_READ, pc);
+	if (writer)
+		wr_release(rw);
+	else
+		rd_depart(rw);
+	TSAN(__tsan_mutex_post_unlock(rw, writer ? 0 : __tsan_mutex_read_lock));
+}
+
 JP_EXPORT void jp_rwlock_unlock(jp_rwlock_t *rw)
 {
 	/*
@@ -513,12 +558,14 @@ JP_EXPORT void jp_rwlock_unlock(jp_rwlock_t *rw)
 	 */
 	bool writer = atomic_load_explicit(wticket_of(rw), memory_order_relaxed) & WHOLD;
 
-	TSAN(__tsan_mutex_pre_unlock(rw, writer ? 0 : __tsan_mutex_read_lock));
-	if (checked())
-		releasing(rw, writer ? JP__LD_WRITE : JP__LD_READ, __builtin_return_address(0));
-	if (writer)
-		wr_release(rw);
-	else
-		rd_depart(rw);
-	TSAN(__tsan_mutex_post_unlock(rw, writer ? 0 : __tsan_mutex_read_lock));
+#ifndef JP_TSAN
+	if (jp_likely(!checked())) {
+		if (writer)
+			wr_release(rw);
+		else
+			rd_depart(rw);
+		return;
+	}
+#endif
+	unlock_checked(rw, writer, __builtin_return_address(0));
 }

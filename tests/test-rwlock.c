@@ -32,6 +32,10 @@ static void past_deadline(struct timespec *ts)
 	ts->tv_sec -= 1;
 }
 
+/* Failures seen on other threads (CUnit is not thread-safe: asserted on
+ * the main thread, by each case that starts threads). */
+static _Atomic unsigned thread_failures;
+
 /* No reader holds or waits: every arrival has left or was taken back. */
 static void assert_idle(const jp_rwlock_t *rw)
 {
@@ -82,8 +86,8 @@ static void lock_mode(struct shared *s, bool write, unsigned how)
 	case 0:
 		if (write)
 			jp_rwlock_wrlock(&s->rw);
-		else
-			CU_ASSERT_EQUAL(jp_rwlock_rdlock(&s->rw), 0);
+		else if (jp_rwlock_rdlock(&s->rw) != 0)
+			atomic_fetch_add(&thread_failures, 1);
 		break;
 	case 1:
 		while ((write ? jp_rwlock_trywrlock(&s->rw) : jp_rwlock_tryrdlock(&s->rw)) != 0)
@@ -159,8 +163,8 @@ static void *hold_thread(void *arg)
 
 	if (h->write)
 		jp_rwlock_wrlock(h->rw);
-	else
-		CU_ASSERT_EQUAL(jp_rwlock_rdlock(h->rw), 0);
+	else if (jp_rwlock_rdlock(h->rw) != 0)
+		atomic_fetch_add(&thread_failures, 1);
 	atomic_store(&h->state, 1);
 	if (h->hold_ms > 0) {
 		usleep((useconds_t)h->hold_ms * 1000);
@@ -322,8 +326,8 @@ static void *stream_thread(void *arg)
 	while (!atomic_load(&s->stop)) {
 		if (s->write)
 			jp_rwlock_wrlock(&s->rw);
-		else
-			CU_ASSERT_EQUAL(jp_rwlock_rdlock(&s->rw), 0);
+		else if (jp_rwlock_rdlock(&s->rw) != 0)
+			atomic_fetch_add(&thread_failures, 1);
 		usleep(s->hold_us);
 		jp_rwlock_unlock(&s->rw);
 		atomic_fetch_add(&s->rounds, 1);
@@ -488,7 +492,9 @@ static void test_lockdep(void)
 	struct jp_child_result r;
 
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_inversion, NULL, &r), 0);
-	CU_ASSERT(r.exited && r.status == 0);
+	/* ThreadSanitizer sees the rwlock too, reports the inversion itself
+	 * and exits with 66; lockdep's report is still checked. */
+	CU_ASSERT(r.exited && (r.status == 0 || (jp_test_tsan() && r.status == 66)));
 	CU_ASSERT_EQUAL(count(r.err, "jpsync: lockdep: lock order inversion between rwlock"), 1);
 	CU_ASSERT_EQUAL(count(r.err, " (read)"), 1);
 	CU_ASSERT_EQUAL(count(r.err, " (write)"), 1);
@@ -505,6 +511,11 @@ static void test_lockdep(void)
 	CU_ASSERT_EQUAL(count(r.err, "self-deadlock once a writer waits"), 1);
 }
 
+static void test_thread_failures(void)
+{
+	CU_ASSERT_EQUAL(atomic_load(&thread_failures), 0);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -518,6 +529,7 @@ int main(void)
 		{ "a writer waits about one read phase", test_phase_bounded },
 		{ "the reader limit is EAGAIN", test_reader_limit },
 		{ "lockdep: read-write inversion, recursion", test_lockdep },
+		{ "no thread saw a call fail", test_thread_failures },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
