@@ -65,67 +65,18 @@ while [ $rep -le "$reps" ]; do
   rep=$((rep + 1))
 done
 
-# Uncontended read lock+unlock: instructions, by callgrind (2N - N pairs).
+# Uncontended read lock+unlock: instructions, by callgrind (deterministic:
+# one measurement stands for every repetition).
 if command -v valgrind >/dev/null 2>&1; then
-  n=20000
   for i in jp_rwlock pthread_rwlock; do
-    for k in 1 2; do
-      "$top_builddir/libtool" --mode=execute valgrind --tool=callgrind \
-        --callgrind-out-file="$tmp/cg.$k" "$prog" pairs $i $((n * k)) > /dev/null 2>&1
-    done
-    a=$(sed -n 's/^summary: *//p; s/^totals: *//p' "$tmp/cg.1" | head -n1)
-    b=$(sed -n 's/^summary: *//p; s/^totals: *//p' "$tmp/cg.2" | head -n1)
-    if [ -n "$a" ] && [ -n "$b" ]; then
-      v=$(awk -v a="$a" -v b="$b" -v n=$n 'BEGIN { printf "%.1f", (b - a) / n }')
-    else
-      v=FAILED; failed=1
-    fi
+    v=$(sh "$top_srcdir/tests/bench/callgrind-per-op.sh" 20000 "$prog" pairs $i) || failed=1
     echo "uncontended,read lock+unlock,1,$i,1,$v,instructions,lower," >> "$csv"
   done
 else
   echo "uncontended: valgrind not found, instruction counts skipped" >> "$notes"
 fi
 
-# Medians, and jp_rwlock against pthread_rwlock and against the best peer.
-grep -v '^benchmark,' "$csv" | grep -v ',FAILED,' |
-  sort -t, -k1,1 -k2,2 -k3,3n -k4,4 -k6,6g |
-  awk -F, '
-    function flush() {
-      if (n == 0) return
-      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-      print key "," impl "," m "," unit "," better
-      n = 0
-    }
-    {
-      k = $1 "," $2 "," $3
-      if (k != key || $4 != impl) { flush(); key = k; impl = $4 }
-      v[++n] = $6; unit = $7; better = $8
-    }
-    END { flush() }' > "$tmp/medians"
-awk -F, '
-  {
-    k = $1 "," $2 "," $3
-    if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
-    unit[k] = $6; better[k] = $7
-    line[k] = line[k] sprintf(" %s=%s", $4, $5)
-    if ($4 == "jp_rwlock") jp[k] = $5
-    else {
-      if ($4 == "pthread_rwlock") pt[k] = $5
-      if (!(k in best) || (($7 == "higher") ? $5 > best[k] : $5 < best[k])) { best[k] = $5; bestname[k] = $4 }
-    }
-  }
-  END {
-    printf "%-36s %s\n", "benchmark,workload,threads (unit)", "medians; jp_rwlock/pthread_rwlock; jp_rwlock/best peer"
-    for (i = 1; i <= nk; i++) {
-      k = order[i]
-      r = ""
-      if ((k in jp) && (k in pt) && pt[k] > 0 && jp[k] > 0)
-        r = sprintf("  vs pthread %.2f", (better[k] == "higher") ? jp[k] / pt[k] : pt[k] / jp[k])
-      if ((k in jp) && (k in best) && best[k] > 0 && jp[k] > 0)
-        r = r sprintf("  vs best (%s) %.2f", bestname[k], (better[k] == "higher") ? jp[k] / best[k] : best[k] / jp[k])
-      printf "%-36s%s%s\n", k " (" unit[k] ")", line[k], r
-    }
-  }' "$tmp/medians"
+sh "$top_srcdir/tests/bench/medians.sh" "$csv" pthread_rwlock
 echo "csv: $csv"
 [ -s "$notes" ] && { echo "notes:"; cat "$notes"; }
 exit $failed

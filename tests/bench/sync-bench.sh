@@ -87,21 +87,9 @@ while [ $rep -le "$reps" ]; do
 done
 
 # ---- uncontended lock+unlock: instructions, by callgrind -----------------
-# The difference between 2N and N pairs, over N, cancels start-up and exit.
 if command -v valgrind >/dev/null 2>&1; then
-  n=20000
   for i in jp_mutex pthread_mutex; do
-    for k in 1 2; do
-      "$top_builddir/libtool" --mode=execute valgrind --tool=callgrind \
-        --callgrind-out-file="$tmp/cg.$k" "$prog" pairs $i $((n * k)) > /dev/null 2>&1
-    done
-    a=$(sed -n 's/^summary: *//p; s/^totals: *//p' "$tmp/cg.1" | head -n1)
-    b=$(sed -n 's/^summary: *//p; s/^totals: *//p' "$tmp/cg.2" | head -n1)
-    if [ -n "$a" ] && [ -n "$b" ]; then
-      v=$(awk -v a="$a" -v b="$b" -v n=$n 'BEGIN { printf "%.1f", (b - a) / n }')
-    else
-      v=FAILED; failed=1
-    fi
+    v=$(sh "$top_srcdir/tests/bench/callgrind-per-op.sh" 20000 "$prog" pairs $i) || failed=1
     # Deterministic: one measurement stands for every repetition.
     echo "uncontended,lock+unlock,1,$i,1,$v,instructions,lower," >> "$csv"
   done
@@ -110,42 +98,7 @@ else
 fi
 
 # ---- the table of medians, with the ratio of jpsync to the best peer -----
-# key = benchmark,workload,threads; median per implementation.
-grep -v '^benchmark,' "$csv" | grep -v ',FAILED,' |
-  sort -t, -k1,1 -k2,2 -k3,3n -k4,4 -k6,6g |
-  awk -F, '
-    function flush() {
-      if (n == 0) return
-      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-      print key "," impl "," m "," unit "," better
-      n = 0
-    }
-    {
-      k = $1 "," $2 "," $3
-      if (k != key || $4 != impl) { flush(); key = k; impl = $4 }
-      v[++n] = $6; unit = $7; better = $8
-    }
-    END { flush() }' > "$tmp/medians"
-awk -F, '
-  {
-    k = $1 "," $2 "," $3
-    if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
-    unit[k] = $6; better[k] = $7
-    line[k] = line[k] sprintf(" %s=%s", $4, $5)
-    if ($4 == "jp_mutex" || $4 == "jp_wait") jp[k] = $5
-    else if (!(k in best) || (($7 == "higher") ? $5 > best[k] : $5 < best[k])) { best[k] = $5; bestname[k] = $4 }
-  }
-  END {
-    printf "%-46s %s\n", "benchmark,workload,threads (unit)", "medians; ratio jpsync/best peer"
-    for (i = 1; i <= nk; i++) {
-      k = order[i]
-      r = ""
-      if ((k in jp) && (k in best) && best[k] > 0 && jp[k] > 0)
-        r = sprintf("  ratio %.2f vs %s%s", (better[k] == "higher") ? jp[k] / best[k] : best[k] / jp[k],
-                    bestname[k], " (>1: jpsync better)")
-      printf "%-46s%s%s\n", k " (" unit[k] ")", line[k], r
-    }
-  }' "$tmp/medians"
+sh "$top_srcdir/tests/bench/medians.sh" "$csv"
 echo "csv: $csv"
 [ -s "$notes" ] && { echo "notes:"; cat "$notes"; }
 exit $failed
