@@ -151,9 +151,10 @@ void *jp__central_put(uint32_t cls, void *head, size_t n);
 void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all);
 /* Is p on a transfer chain of its class, or on the free list of s? */
 bool jp__central_holds(void *p, struct jp_span *s);
-/* A thread's heap joins or leaves a shard; the last to leave sends the
- * shard's chains back to their spans. */
-void jp__shard_join(unsigned shard);
+/* A thread's heap joins the shard with the fewest threads (returned), or
+ * leaves its shard; the last to leave sends the shard's chains back to
+ * their spans. */
+unsigned jp__shard_join(void);
 void jp__shard_leave(unsigned shard);
 /* Send every chain back and give entirely free spans to their segments. */
 size_t jp__central_trim(void);
@@ -170,6 +171,9 @@ void jp__reg_set(uintptr_t a, uint8_t v);
 struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map);
 void jp__span_release(struct jp_span *s);
 size_t jp__segment_trim(void);
+/* Before a new mapping for a huge block: the dirty slices above the
+ * budget go back first. */
+void jp__segment_purge_before_map(void);
 void jp__mapped_add(size_t n);
 void jp__mapped_sub(size_t n);
 void jp__trimmed_add(size_t n);

@@ -166,6 +166,8 @@ struct jp_segment {
 	struct jp_segment *next, *prev;	/* list of segments (segment lock) */
 	uint64_t used_bits;	/* slices in spans (bit 0: the header) */
 	uint64_t dirty_bits;	/* free slices that still hold pages */
+	uint64_t old_bits;	/* of them, dirty at the last purge tick */
+	uint8_t empty_old;	/* empty at the last purge tick */
 	/* The span of each slice (a dummy for free slices and the header). */
 	struct jp_span *slice_span[JP_NSLICES];
 	struct jp_slice slices[JP_NSLICES];	/* the same, for jp_free */

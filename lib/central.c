@@ -22,6 +22,7 @@
  */
 #include "alloc_internal.h"
 
+#include <limits.h>
 #include <string.h>
 
 struct jp_central jp__central[JP_NSHARDS][JP_NCLASSES];
@@ -317,11 +318,28 @@ void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all)
 	return rest;
 }
 
-/* relaxed: the counts are hints for jp__central_keep; a drain is ordered
- * by the class locks it takes. */
-void jp__shard_join(unsigned shard)
+/*
+ * The shard with the fewest threads, the lowest-numbered of those, joined:
+ * threads spread over the shards, and a program whose threads come and go
+ * keeps to the same few shards, whose spans already hold its blocks (a
+ * round robin would leave partly used spans of every class in every shard).
+ * relaxed: the counts are hints, and for jp__central_keep; a drain is
+ * ordered by the class locks it takes.
+ */
+unsigned jp__shard_join(void)
 {
-	atomic_fetch_add_explicit(&shard_heaps[shard], 1, memory_order_relaxed);
+	unsigned best = 0, least = UINT_MAX;
+
+	for (unsigned a = 0; a < jp__nshards; a++) {
+		unsigned n = atomic_load_explicit(&shard_heaps[a], memory_order_relaxed);
+
+		if (n < least) {
+			least = n;
+			best = a;
+		}
+	}
+	atomic_fetch_add_explicit(&shard_heaps[best], 1, memory_order_relaxed);
+	return best;
 }
 
 void jp__shard_leave(unsigned shard)

@@ -49,11 +49,21 @@ static size_t huge_offset(size_t align)
  * HC_AGE_NS is unmapped at the next huge operation, and jp_alloc_trim()
  * unmaps them all.  Cached mappings are off the registry: a free of one is
  * an invalid free.
+ *
+ * The pages of cached mappings stay resident up to HC_RES bytes in all,
+ * the newest first: a buffer freed and taken again (a request's buffer,
+ * realloc growth) finds its pages there, but a program that frees a big
+ * block is not charged for it in RSS until the mapping ages out (the
+ * pages of older entries, or of a block bigger than HC_RES, are given
+ * back when it is cached; the mapping stays, for the next block).
  */
 #define HC_N		8
 #define HC_MAX		((size_t)64 << 20)
 #define HC_FLOOR	((size_t)8 << 20)
 #define HC_AGE_NS	2000000000ull
+#ifndef HC_RES
+#define HC_RES		((size_t)4 << 20)
+#endif
 static struct {
 	void *base;
 	size_t size;
@@ -62,6 +72,7 @@ static struct {
 } hcache[HC_N];				/* oldest first */
 static unsigned hcache_n;
 static size_t hcache_bytes;
+static size_t hcache_res;		/* the entries' res, summed */
 
 /* At most 8 MiB plus a quarter of what is mapped, and never above 64 MiB. */
 static size_t hcache_limit(void)
@@ -85,6 +96,7 @@ static size_t hcache_drop(unsigned i)
 	size_t size = hcache[i].size;
 
 	hcache_bytes -= size;
+	hcache_res -= hcache[i].res;
 	hcache_n--;
 	memmove(&hcache[i], &hcache[i + 1], (hcache_n - i) * sizeof hcache[0]);
 	jp__os_unmap(base, size);
@@ -100,8 +112,8 @@ static void hcache_expire(uint64_t now)
 }
 
 /* Take the smallest cached mapping that fits total bytes: its base (its
- * size in *size), or NULL. */
-static void *hcache_take(size_t total, size_t *size)
+ * size in *size, how much of it may be resident in *res), or NULL. */
+static void *hcache_take(size_t total, size_t *size, size_t *res)
 {
 	void *base = NULL;
 	int best = -1;
@@ -117,7 +129,9 @@ static void *hcache_take(size_t total, size_t *size)
 	if (best >= 0) {
 		base = hcache[best].base;
 		*size = hcache[best].size;
+		*res = hcache[best].res;
 		hcache_bytes -= *size;
+		hcache_res -= *res;
 		hcache_n--;
 		memmove(&hcache[best], &hcache[best + 1],
 			(hcache_n - (unsigned)best) * sizeof hcache[0]);
@@ -140,9 +154,23 @@ static bool hcache_put(void *base, size_t size, size_t res)
 	/* Room: the oldest go. */
 	while (hcache_n > 0 && (hcache_n == HC_N || hcache_bytes + size > hcache_limit()))
 		hcache_drop(0);
+	/* Resident pages within HC_RES: the older entries' go first. */
+	for (unsigned i = 0; i < hcache_n && hcache_res + res > HC_RES; i++)
+		if (hcache[i].res > 0) {
+			jp__os_decommit(hcache[i].base, hcache[i].size);
+			jp__trimmed_add(hcache[i].res);
+			hcache_res -= hcache[i].res;
+			hcache[i].res = 0;
+		}
+	if (hcache_res + res > HC_RES) {
+		jp__os_decommit(base, size);
+		jp__trimmed_add(res);
+		res = 0;
+	}
 	hcache[hcache_n].base = base;
 	hcache[hcache_n].size = size;
 	hcache[hcache_n].res = res;
+	hcache_res += res;
 	hcache[hcache_n].when = now;
 	hcache_n++;
 	hcache_bytes += size;
@@ -167,23 +195,21 @@ static size_t hcache_trim(void)
 }
 
 /*
- * Give back the pages of a taken mapping beyond total bytes, unless the
- * mapping is at most HC_KEEP times the request: then they stay, for the
- * block to grow into without page faults (a buffer grown by realloc), and
- * cost no more than they did in the cache.
+ * Give back the resident pages of a taken mapping beyond total bytes: in
+ * use, they would count in RSS above what the program holds (a realloc
+ * that grows into them pays its page faults, as in a fresh mapping).
  */
-#define HC_KEEP	8
-static void hcache_shed(char *base, size_t size, size_t total)
+static void hcache_shed(char *base, size_t res, size_t total)
 {
-	if (size / HC_KEEP > total)
-		jp__os_decommit(base + total, size - total);
+	if (res > total)
+		jp__os_decommit(base + total, res - total);
 }
 
 void *jp__huge_alloc(size_t size, size_t align, bool zero)
 {
 	size_t page = jp__os_page_size();
 	size_t off = huge_offset(align), total, msize;
-	size_t map_align = align > JP_SEG_SIZE ? align : JP_SEG_SIZE;
+	size_t map_align = align > JP_SEG_SIZE ? align : JP_SEG_SIZE, res = 0;
 	struct jp_huge *h;
 	char *base, *user;
 	void *p;
@@ -193,14 +219,15 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 		return NULL;
 	}
 	total = (off + size + page - 1) & ~(page - 1);
-	p = off == JP_HUGE_HDR ? hcache_take(total, &msize) : NULL;
+	p = off == JP_HUGE_HDR ? hcache_take(total, &msize, &res) : NULL;
 	if (p != NULL) {
 		/* A calloc gets zero pages: all of them given back. */
-		if (zero)
-			jp__os_decommit(p, msize);
-		else
-			hcache_shed(p, msize, total);
+		if (zero && res > 0)
+			jp__os_decommit(p, res);
+		else if (!zero)
+			hcache_shed(p, res, total);
 	} else {
+		jp__segment_purge_before_map();
 		if (jp__os_map_aligned(&p, total, map_align) != 0) {
 			errno = ENOMEM;
 			return NULL;
@@ -317,7 +344,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 {
 	size_t page = jp__os_page_size();
 	size_t off = h->user_off;
-	size_t total, cur, old = h->map_size, csize;
+	size_t total, cur, old = h->map_size, csize, cres;
 	void *dest;
 
 	if (size > SIZE_MAX - off - page || off + size > ((size_t)1 << 46)) {
@@ -349,9 +376,9 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	/* Move the pages (no copy) to a cached mapping, or a fresh 4 MiB-
 	 * aligned one.  mremap replaces the first total bytes of dest; the
 	 * rest of a cached one stays mapped, part of the block's mapping. */
-	dest = hcache_take(total, &csize);
+	dest = hcache_take(total, &csize, &cres);
 	if (dest != NULL) {
-		hcache_shed(dest, csize, total);
+		hcache_shed(dest, cres, total);
 	} else {
 		if (jp__os_map_aligned(&dest, total, JP_SEG_SIZE) != 0)
 			return NULL;

@@ -5,11 +5,22 @@
  *
  * Small blocks live in spans of 4 MiB segments (see alloc_types.h).  A
  * segment keeps a 64-bit map of the slices in use; a released span's
- * slices become free for any class at once, and are given back to the OS
- * (madvise) lazily: freed slices stay "dirty" (resident) up to a budget or
- * a second, so that a class that frees and re-allocates a span does not pay
- * a page fault per page each time.  An empty segment is unmapped, but one
- * is kept as a spare.  (Blocks above the largest class: huge.c.)
+ * slices become free for any class at once.  Their pages are given back to
+ * the OS (madvise) lazily, by age: freed slices stay "dirty" (resident), and
+ * every purge tick (PURGE_TICK_NS, looked at whenever a span is taken or
+ * released) gives back those that were dirty at the tick before and still
+ * are, so a slice goes back after one to two ticks of disuse, and unmaps
+ * the segments that were empty at the tick before and still are, but one
+ * (the spare).  A program whose free memory goes up and down within a tick
+ * (a producer ahead of its consumers, threads that come and go) then pays
+ * no madvise, munmap, mmap and page fault for each swing, which cost more
+ * than the work they hold memory for; one that stops using memory has it
+ * back within two ticks.  Above the budget (DIRTY_BUDGET, or a quarter of
+ * the segments' bytes if more), the old dirty slices go at once, then the
+ * young.  A span is carved where it costs least: in a segment in use
+ * before an empty one (which can then be unmapped), and from dirty slices
+ * before purged ones (no page faults, no more resident pages).  (Blocks
+ * above the largest class: huge.c.)
  *
  * Every segment and huge block is entered in the registry (one byte per
  * 4 MiB of address space, a 32 MiB zero-filled array of which only the
@@ -28,14 +39,21 @@ struct jp__lock jp__seg_lock;
 struct jp_span jp__no_span = { .nstart = 0, .limit = 0, .divc = 1 };
 
 static struct jp_segment *segments;	/* every segment (segment lock) */
+static uint64_t used_slices;		/* in spans, all segments (segment lock) */
 static uint64_t dirty_bytes;		/* free but resident (segment lock) */
-static uint64_t last_purge_ns;
+static uint64_t tick_ns;		/* the last purge tick (segment lock) */
+static _Atomic bool over_budget;	/* dirty_bytes above dirty_budget() */
+#ifndef DIRTY_BUDGET
 #define DIRTY_BUDGET	((uint64_t)8 << 20)
-#define PURGE_EVERY_NS	1000000000ull
+#endif
+#ifndef PURGE_TICK_NS
+#define PURGE_TICK_NS	1000000000ull	/* a second */
+#endif
 
 void jp__segment_init(void)
 {
 	jp__lock_init(&jp__seg_lock);
+	JP_BENIGN_RACE(&over_budget, sizeof over_budget, "a hint, read without the lock");
 }
 
 void jp__reg_set(uintptr_t a, uint8_t v)
@@ -81,6 +99,8 @@ static struct jp_segment *segment_new(void)
 	seg->magic = JP_SEG_MAGIC;
 	seg->used_bits = 1;	/* slice 0: this header */
 	seg->dirty_bits = 0;
+	seg->old_bits = 0;
+	seg->empty_old = 0;
 	for (unsigned i = 0; i < JP_NSLICES; i++)
 		seg->slice_span[i] = &jp__no_span;
 	seg->next = segments;
@@ -123,46 +143,149 @@ static uint64_t run_mask(unsigned first, unsigned n)
 	return (n >= 64 ? ~0ULL : ((1ULL << n) - 1)) << first;
 }
 
-/* Give the pages of every dirty slice back; returns the bytes. */
-static size_t purge_all(void)
+/* Give back the pages of the dirty slices bits of seg; returns the bytes. */
+static size_t purge_bits(struct jp_segment *seg, uint64_t bits)
 {
 	size_t total = 0;
 
-	for (struct jp_segment *seg = segments; seg != NULL; seg = seg->next) {
-		uint64_t d = seg->dirty_bits;
+	bits &= seg->dirty_bits;
+	seg->dirty_bits &= ~bits;
+	seg->old_bits &= ~bits;
+	while (bits != 0) {
+		unsigned first = (unsigned)__builtin_ctzll(bits), n = 0;
 
-		while (d != 0) {
-			unsigned first = (unsigned)__builtin_ctzll(d), n = 0;
-
-			while (first + n < 64 && (d >> (first + n) & 1))
-				n++;
-			jp__os_decommit((char *)seg + (size_t)first * JP_SLICE_SIZE,
-					(size_t)n * JP_SLICE_SIZE);
-			total += (size_t)n * JP_SLICE_SIZE;
-			d &= ~run_mask(first, n);
-		}
-		seg->dirty_bits = 0;
+		while (first + n < 64 && (bits >> (first + n) & 1))
+			n++;
+		jp__os_decommit((char *)seg + (size_t)first * JP_SLICE_SIZE,
+				(size_t)n * JP_SLICE_SIZE);
+		total += (size_t)n * JP_SLICE_SIZE;
+		bits &= ~run_mask(first, n);
 	}
-	dirty_bytes = 0;
-	last_purge_ns = jp__os_now_ns();
+	dirty_bytes -= total;
 	jp__trimmed_add(total);
 	return total;
 }
 
+/* Give back the dirty slices of every segment (only those dirty at the
+ * last tick: old_only); returns the bytes. */
+static size_t purge(bool old_only)
+{
+	size_t total = 0;
+
+	for (struct jp_segment *seg = segments; seg != NULL; seg = seg->next)
+		total += purge_bits(seg, old_only ? seg->old_bits : seg->dirty_bits);
+	return total;
+}
+
+/* Unmap the empty segments (only those empty at the last tick too:
+ * old_only), keeping one as the spare unless all go; returns the bytes
+ * that were resident. */
+static size_t unmap_empty(bool old_only, bool keep_spare)
+{
+	struct jp_segment *seg, *next;
+	size_t total = 0, res;
+
+	for (seg = segments; seg != NULL; seg = next) {
+		next = seg->next;
+		if (seg->used_bits != 1 || (old_only && !seg->empty_old))
+			continue;
+		if (keep_spare) {
+			keep_spare = false;
+			continue;
+		}
+		/* Its resident pages: its dirty slices (the others were
+		 * purged and counted). */
+		res = (size_t)__builtin_popcountll(seg->dirty_bits) * JP_SLICE_SIZE;
+		jp__trimmed_add(res);
+		total += res;
+		segment_free(seg);
+	}
+	return total;
+}
+
+static uint64_t dirty_budget(void)
+{
+	uint64_t b = used_slices * JP_SLICE_SIZE / 4;
+
+	return b > DIRTY_BUDGET ? b : DIRTY_BUDGET;
+}
+
+/* The purge tick, when one is due, and the budget (segment lock): above
+ * it the old generation goes at once; the young one waits for its tick
+ * (it is what a program that swings is about to take again). */
+static void purge_maybe(void)
+{
+	uint64_t now = jp__os_now_ns();
+
+	if (now - tick_ns >= PURGE_TICK_NS) {
+		tick_ns = now;
+		purge(true);
+		unmap_empty(true, true);
+		for (struct jp_segment *seg = segments; seg != NULL; seg = seg->next) {
+			seg->old_bits = seg->dirty_bits;
+			seg->empty_old = seg->used_bits == 1;
+		}
+	}
+	if (dirty_bytes > dirty_budget())
+		purge(true);
+	/* relaxed: a hint for jp__segment_purge_before_map, which looks
+	 * again under the lock. */
+	atomic_store_explicit(&over_budget, dirty_bytes > dirty_budget(),
+			      memory_order_relaxed);
+}
+
+/* The footprint is about to grow by a new mapping that the dirty slices
+ * could not serve: above the budget, they all go first, so that RSS does
+ * not hold both (segment lock). */
+static void purge_before_map(void)
+{
+	if (dirty_bytes > dirty_budget())
+		purge(false);
+	atomic_store_explicit(&over_budget, false, memory_order_relaxed);
+}
+
+void jp__segment_purge_before_map(void)
+{
+	if (!atomic_load_explicit(&over_budget, memory_order_relaxed))
+		return;
+	jp__lock(&jp__seg_lock);
+	purge_before_map();
+	jp__unlock(&jp__seg_lock);
+}
+
+/* How good a place for a span the free run at first of seg is: 0 best. */
+static int run_rank(const struct jp_segment *seg, int first, unsigned n)
+{
+	uint64_t m = run_mask((unsigned)first, n);
+
+	return (seg->used_bits == 1 ? 2 : 0) + ((seg->dirty_bits & m) == m ? 0 : 1);
+}
+
 struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map)
 {
-	struct jp_segment *seg;
+	struct jp_segment *seg = NULL;
 	struct jp_span *s;
 	uint64_t mask;
-	int first = -1;
+	int first = -1, best = 4;
 
 	jp__lock(&jp__seg_lock);
-	for (seg = segments; seg != NULL; seg = seg->next) {
-		first = find_run(seg->used_bits, nslices);
-		if (first >= 0)
-			break;
+	/* The best run: a dirty one (its pages are there: no faults, no new
+	 * resident pages) of a segment in use (an empty one can go). */
+	for (struct jp_segment *g = segments; g != NULL && best > 0; g = g->next) {
+		int f = find_run(g->used_bits | ~g->dirty_bits, nslices), r;
+
+		if (f < 0 && (f = find_run(g->used_bits, nslices)) < 0)
+			continue;
+		r = run_rank(g, f, nslices);
+		if (r < best) {
+			best = r;
+			seg = g;
+			first = f;
+		}
 	}
 	if (seg == NULL) {
+		if (may_map)
+			purge_before_map();
 		seg = may_map ? segment_new() : NULL;
 		if (seg == NULL) {
 			jp__unlock(&jp__seg_lock);
@@ -172,8 +295,11 @@ struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map)
 	}
 	mask = run_mask((unsigned)first, nslices);
 	seg->used_bits |= mask;
+	used_slices += nslices;
+	seg->empty_old = 0;
 	dirty_bytes -= (uint64_t)__builtin_popcountll(seg->dirty_bits & mask) * JP_SLICE_SIZE;
 	seg->dirty_bits &= ~mask;
+	seg->old_bits &= ~mask;
 	s = &seg->spans[first];
 	memset(s, 0, sizeof *s);
 	s->slice = (uint16_t)first;
@@ -182,6 +308,7 @@ struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map)
 	s->divc = 1;	/* no block until the class sets the span up */
 	for (unsigned i = 0; i < nslices; i++)
 		seg->slice_span[first + i] = s;
+	purge_maybe();
 	jp__unlock(&jp__seg_lock);
 	return s;
 }
@@ -193,7 +320,6 @@ void jp__span_release(struct jp_span *s)
 	unsigned first = s->slice, n = s->nslices;
 	uint64_t mask = run_mask(first, n);
 	size_t bytes = (size_t)n * JP_SLICE_SIZE;
-	uint64_t now;
 
 	jp__lock(&jp__seg_lock);
 	for (unsigned i = 0; i < n; i++)
@@ -201,53 +327,22 @@ void jp__span_release(struct jp_span *s)
 	s->limit = 0;
 	jp__span_publish(s);
 	seg->used_bits &= ~mask;
-	if (seg->used_bits == 1) {
-		/* Empty: unmap it, unless it is the only free room left. */
-		bool spare = false;
-
-		for (struct jp_segment *o = segments; o != NULL; o = o->next)
-			if (o != seg && o->used_bits == 1) {
-				spare = true;
-				break;
-			}
-		if (spare) {
-			/* Its resident pages: this span's, and the dirty
-			 * ones (the others were purged and counted). */
-			jp__trimmed_add(bytes + (size_t)__builtin_popcountll(seg->dirty_bits) *
-				    JP_SLICE_SIZE);
-			segment_free(seg);
-			jp__unlock(&jp__seg_lock);
-			return;
-		}
-	}
+	used_slices -= n;
 	if (jp__ag.madvise_min != UINT64_MAX && bytes >= jp__ag.madvise_min) {
 		seg->dirty_bits |= mask;
 		dirty_bytes += bytes;
-		now = jp__os_now_ns();
-		if (dirty_bytes > DIRTY_BUDGET || now - last_purge_ns > PURGE_EVERY_NS)
-			purge_all();
 	}
+	purge_maybe();
 	jp__unlock(&jp__seg_lock);
 }
 
 size_t jp__segment_trim(void)
 {
-	size_t total, unmapped = 0;
-	struct jp_segment *seg, *next;
+	size_t total;
 
 	jp__lock(&jp__seg_lock);
-	for (seg = segments; seg != NULL; seg = next) {
-		next = seg->next;
-		if (seg->used_bits == 1) {
-			/* The pages it still holds: those dirty slices. */
-			size_t res = (size_t)__builtin_popcountll(seg->dirty_bits) * JP_SLICE_SIZE;
-
-			segment_free(seg);
-			jp__trimmed_add(res);
-			unmapped += res;
-		}
-	}
-	total = purge_all() + unmapped;
+	total = unmap_empty(false, false);
+	total += purge(false);
 	jp__unlock(&jp__seg_lock);
 	return total;
 }

@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <string.h>
 
-static unsigned next_shard;		/* heap lock */
 static _Atomic unsigned live_heaps;	/* written under the heap lock */
 
 /* Bin limits (see jp__tcache_init and bin_overflow). */
@@ -184,8 +183,7 @@ struct jp_heap *jp__heap_get(void)
 	h->live = 1;
 	atomic_store_explicit(&live_heaps, atomic_load_explicit(&live_heaps,
 			      memory_order_relaxed) + 1, memory_order_relaxed);
-	h->shard = (uint8_t)(next_shard++ % jp__nshards);
-	jp__shard_join(h->shard);
+	h->shard = (uint8_t)jp__shard_join();
 	h->next = jp__heaps;
 	h->prev = NULL;
 	if (jp__heaps != NULL)
