@@ -60,8 +60,8 @@ static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadlin
 	r = jp__park_wait(w, seq, deadline);
 	jp__park_leave(waiters);
 	jp__mutex_lock_at(m, pc);
-	if (mode & JP_SYNC_VALGRIND)
-		JP_HB_AFTER(c);
+	if (mode & JP_SYNC_RACE_TOOLS)
+		jp__hb_after(c);
 	return r;
 }
 
@@ -69,9 +69,9 @@ static void cond_wake(jp_cond_t *c, int n)
 {
 	_Atomic uint32_t *w = jp__cond_word(c);
 
-	if (jp__sync_mode_get() & JP_SYNC_VALGRIND) {
+	if (jp__sync_mode_get() & JP_SYNC_RACE_TOOLS) {
 		JP_BENIGN_RACE(&c->seq, sizeof c->seq, "jp_cond futex word");
-		JP_HB_BEFORE(c);
+		jp__hb_before(c);
 	}
 	/*
 	 * seq_cst, both: the counter moves before the waiter count is read,

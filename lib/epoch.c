@@ -107,7 +107,7 @@ static void ep_thread_exit(void *owner, struct jp__pt_rec *rec)
 	}
 	r->limbo = NULL;
 	r->nlimbo = 0;
-	JP_HB_BEFORE(&r->local);
+	JP_HB_RELEASE(&r->local);
 	atomic_store_explicit(&r->local, 0, memory_order_release);	/* as exit */
 }
 
@@ -158,7 +158,7 @@ JP_EXPORT void jp_epoch_exit(jp_epoch_t *e)
 	if (jp_unlikely(r->nest == 0))
 		jp__die("jp_epoch_exit without jp_epoch_enter");
 	if (--r->nest == 0) {
-		JP_HB_BEFORE(&r->local);
+		JP_HB_RELEASE(&r->local);
 		/* release: the reader's accesses happen before any free_fn
 		 * that a scanner's acquire load of this word lets run. */
 		atomic_store_explicit(&r->local, 0, memory_order_release);
@@ -173,7 +173,7 @@ static bool holds_back(struct ep_rec *r, uint64_t g)
 
 	if ((l & 1) && (l >> 1) < g)
 		return true;
-	JP_HB_AFTER(&r->local);	/* its earlier sections are over */
+	JP_HB_ACQUIRE(&r->local);	/* its earlier sections are over */
 	return false;
 }
 
@@ -195,7 +195,7 @@ static bool advance_from(jp_epoch_t *e, uint64_t g, bool block)
 		if (holds_back((struct ep_rec *)x, g))
 			break;
 	if (x == NULL) {
-		JP_HB_BEFORE(&e->global);	/* what the scan saw, to the freers */
+		JP_HB_RELEASE(&e->global);	/* what the scan saw, to the freers */
 		atomic_compare_exchange_strong(&e->global, &g, g + 1);
 	}
 	pthread_mutex_unlock(&e->hub->lock);
@@ -246,7 +246,7 @@ static void collect(jp_epoch_t *e, struct ep_rec *r)
 
 	try_advance(e);
 	g = atomic_load(&e->global);
-	JP_HB_AFTER(&e->global);
+	JP_HB_ACQUIRE(&e->global);
 	pthread_mutex_lock(&r->lock);
 	ripe = take_ripe(&r->limbo, &r->nlimbo, g);
 	pthread_mutex_unlock(&r->lock);
@@ -318,7 +318,7 @@ JP_EXPORT void jp_epoch_synchronize(jp_epoch_t *e)
 		if (!advance_from(e, g, true))
 			pause_a_bit(&spins);
 	}
-	JP_HB_AFTER(&e->global);
+	JP_HB_ACQUIRE(&e->global);
 }
 
 /* Detach every pending entry: this epoch's records' and the orphans'. */

@@ -1,11 +1,18 @@
 /*
  * hammer.c - the race-forcing harness.
  *
- * Every thread is created first and waits at a gate; the last one to
- * arrive opens it, and all of them run the body from the same instant (the
- * harness of seeds/000).  With rounds, the threads meet at a gate again
- * every `round` iterations, so that a short body collides over and over
- * instead of once at the start.
+ * Every thread is created first and sleeps at the "exist" gate until the
+ * creating thread has made them all; then they meet at the start gate, and
+ * the last one to arrive there opens it, so that all of them run the body
+ * from the same instant (the harness of seeds/000).  With rounds, the
+ * threads meet at a gate again every `round` iterations, so that a short
+ * body collides over and over instead of once at the start.
+ *
+ * Sleeping until all exist matters on a busy machine: a thread that spun
+ * while the others were being created and scheduled (milliseconds when
+ * other programs hold the CPUs) would have spent its time slice by the
+ * time the last one came, and be preempted just as the gate opened; woken
+ * together, they spin only for the spread of their wake-ups.
  *
  * A gate is waited at by spinning on its word, so that a waiter leaves
  * within a cache-line transfer of the opening (parking in the kernel and
@@ -50,6 +57,7 @@ struct gate {
 };
 
 struct hammer_run {
+	struct gate exist;		/* opened by jp_hammer_rounds, once */
 	struct gate start;
 	struct gate round;
 	_Alignas(JP_CACHELINE) _Atomic uint32_t spinners;	/* threads spinning */
@@ -78,7 +86,7 @@ static void gate_init(struct gate *g)
 /* Open g (its generation was gen): every thread waiting there leaves. */
 static void gate_open(struct gate *g, uint32_t gen)
 {
-	JP_HB_BEFORE(g);
+	JP_HB_RELEASE(g);
 	/* seq_cst: before the load of sleepers (park.h's pairing). */
 	atomic_store(&g->word, gen + 1);
 	if (atomic_load(&g->sleepers) != 0)
@@ -86,18 +94,19 @@ static void gate_open(struct gate *g, uint32_t gen)
 }
 
 /* Wait until g's word is no longer gen: spin if a spinner's place is free
- * (for at most spin_ns), else park. */
+ * (for at most spin_ns; 0: never spin), else park. */
 static void gate_wait(struct hammer_run *run, struct gate *g, uint32_t gen, uint64_t spin_ns)
 {
-	/* relaxed: a place among the spinners is a hint, not a lock. */
-	if (atomic_fetch_add_explicit(&run->spinners, 1, memory_order_relaxed) < run->max_spinners) {
+	/* relaxed, all: a place among the spinners is a hint, not a lock. */
+	if (spin_ns != 0 &&
+	    atomic_fetch_add_explicit(&run->spinners, 1, memory_order_relaxed) < run->max_spinners) {
 		uint64_t t0 = 0;
 
 		for (unsigned i = 1;; i++) {
 			/* acquire: what the opener did before opening. */
 			if (atomic_load_explicit(&g->word, memory_order_acquire) != gen) {
 				atomic_fetch_sub_explicit(&run->spinners, 1, memory_order_relaxed);
-				JP_HB_AFTER(g);
+				JP_HB_ACQUIRE(g);
 				return;
 			}
 			jp_cpu_relax();
@@ -111,12 +120,13 @@ static void gate_wait(struct hammer_run *run, struct gate *g, uint32_t gen, uint
 			}
 		}
 	}
-	atomic_fetch_sub_explicit(&run->spinners, 1, memory_order_relaxed);
+	if (spin_ns != 0)
+		atomic_fetch_sub_explicit(&run->spinners, 1, memory_order_relaxed);
 	jp__park_register(&g->sleepers);
 	while (atomic_load(&g->word) == gen)
 		jp__park_wait(&g->word, gen, NULL);
 	jp__park_leave(&g->sleepers);
-	JP_HB_AFTER(g);
+	JP_HB_ACQUIRE(g);
 }
 
 /*
@@ -127,12 +137,13 @@ static void gate_wait(struct hammer_run *run, struct gate *g, uint32_t gen, uint
 static void gate_pass(struct hammer_run *run, struct gate *g, uint32_t gen, unsigned n,
 		      uint64_t spin_ns)
 {
-	JP_HB_BEFORE(g);
+	JP_HB_RELEASE(g);
 	if (atomic_fetch_add(&g->arrived, 1) + 1 == n) {
 		/* Reset before opening: a thread that leaves arrives at the
 		 * next generation only after it has seen the opening. */
 		atomic_store_explicit(&g->arrived, 0, memory_order_relaxed);
 		gate_open(g, gen);
+		JP_HB_ACQUIRE(g);	/* the others' arrivals, as for a waiter */
 		return;
 	}
 	gate_wait(run, g, gen, spin_ns);
@@ -145,10 +156,12 @@ static void *hammer_main(void *arg)
 	uint64_t round = run->per_round;
 	uint32_t gen = 0;
 
-	/* The start gate opens once: generation 0, also when aborted. */
-	gate_pass(run, &run->start, 0, run->threads, JP_HAMMER_SPIN_NS);
+	/* Asleep until every thread exists (the top); then the start, which
+	 * opens once: generation 0. */
+	gate_wait(run, &run->exist, 0, 0);
 	if (atomic_load_explicit(&run->aborted, memory_order_relaxed))
 		return NULL;	/* relaxed: written before the gate opened */
+	gate_pass(run, &run->start, 0, run->threads, JP_HAMMER_SPIN_NS);
 	for (uint64_t i = 0, next = round; i < run->iters; i++) {
 		if (i == next) {
 			gate_pass(run, &run->round, gen++, run->threads, JP_HAMMER_ROUND_SPIN_NS);
@@ -209,6 +222,7 @@ JP_EXPORT int jp_hammer_rounds(unsigned threads, uint64_t iters, uint64_t round,
 		free(ts);
 		return ENOMEM;
 	}
+	gate_init(&run->exist);
 	gate_init(&run->start);
 	gate_init(&run->round);
 	atomic_init(&run->spinners, 0);
@@ -239,13 +253,12 @@ JP_EXPORT int jp_hammer_rounds(unsigned threads, uint64_t iters, uint64_t round,
 	}
 	if (pin)
 		pthread_attr_destroy(&attr);
-	if (err != 0) {
-		/* The gate never fills: open it with the abort flag set. */
-		atomic_store_explicit(&run->aborted, true, memory_order_relaxed);
-		gate_open(&run->start, 0);
-	}
+	/* relaxed: the opening publishes it. */
+	atomic_store_explicit(&run->aborted, err != 0, memory_order_relaxed);
+	gate_open(&run->exist, 0);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(ts[i].tid, NULL);
+	JP_HB_FORGET(&run->exist);
 	JP_HB_FORGET(&run->start);
 	JP_HB_FORGET(&run->round);
 	free(run);

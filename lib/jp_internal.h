@@ -16,6 +16,7 @@
 
 #include "config.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,66 @@ static inline void jp_cpu_relax(void)
 #  define JP_ASAN 1
 # endif
 #endif
+
+/* ---- ThreadSanitizer, at run time --------------------------------------- */
+/*
+ * The runtime of a program built with -fsanitize=thread defines these
+ * (GCC's libtsan, and clang's runtime, which the program exports); in any
+ * other process the weak references are NULL.  So the library as a
+ * distribution builds it, not instrumented, still tells a TSan program what
+ * it synchronises, and a library built with -fsanitize=thread does the
+ * same through the same calls.  jp__tsan_on() is one load and compare; the
+ * synchronisation code tests it only on branches its fast paths already
+ * take for valgrind or lockdep (the sync mode, the queues' annotate flag).
+ */
+void __tsan_acquire(void *addr) __attribute__((weak));
+void __tsan_release(void *addr) __attribute__((weak));
+void __tsan_mutex_create(void *addr, unsigned flags) __attribute__((weak));
+void __tsan_mutex_destroy(void *addr, unsigned flags) __attribute__((weak));
+void __tsan_mutex_pre_lock(void *addr, unsigned flags) __attribute__((weak));
+void __tsan_mutex_post_lock(void *addr, unsigned flags, int recursion) __attribute__((weak));
+int __tsan_mutex_pre_unlock(void *addr, unsigned flags) __attribute__((weak));
+void __tsan_mutex_post_unlock(void *addr, unsigned flags) __attribute__((weak));
+/* The flags of <sanitizer/tsan_interface.h> that the mutex passes. */
+#define JP_TSAN_TRY_LOCK	(1u << 4)
+#define JP_TSAN_TRY_LOCK_FAILED	(1u << 5)
+
+/* True in a process that runs ThreadSanitizer. */
+static inline int jp__tsan_on(void)
+{
+	return __tsan_acquire != NULL;
+}
+
+/*
+ * Happens-before for every race detector at once: valgrind's helgrind and
+ * drd (client requests, inert outside valgrind) and ThreadSanitizer.
+ * before() on the releasing side, after() on the acquiring side.
+ */
+static inline void jp__hb_before(const void *obj)
+{
+	JP_HB_BEFORE(obj);
+	if (jp__tsan_on())
+		__tsan_release((void *)obj);
+}
+
+static inline void jp__hb_after(const void *obj)
+{
+	if (jp__tsan_on())
+		__tsan_acquire((void *)obj);
+	JP_HB_AFTER(obj);
+}
+
+/*
+ * The same, only in a process that runs a detector: jp__annotate is set
+ * once, when the library is loaded (os.c), under valgrind or TSan.  The
+ * paths of every element, object and reader use these, so that outside a
+ * detector an annotation costs one predictable branch on a flag that never
+ * changes (a valgrind client request costs a dozen instructions even
+ * outside valgrind).
+ */
+extern bool jp__annotate;
+#define JP_HB_RELEASE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_before(obj); } while (0)
+#define JP_HB_ACQUIRE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_after(obj); } while (0)
 
 /* ---- unrecoverable misuse ---------------------------------------------- */
 /*

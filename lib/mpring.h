@@ -136,9 +136,43 @@ claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed)
 	}
 }
 
-static void publish(JP_MPRING_T *q, uint64_t pos)
+/*
+ * Happens-before of a slot, for the race detectors: ThreadSanitizer gets
+ * the slot itself (the copy in happens before that element's copy out, and
+ * nothing more); valgrind's tools get one object per direction, tail for
+ * elements published, head for slots freed, because drd slows down
+ * faster than the work grows with one object per slot (2 producers and a
+ * consumer of 1,000 / 3,000 elements: 5.1 / 19 s, against 1.1 / 1.8 s).
+ */
+static JP_COLD void slot_hb_announce(const JP_MPRING_T *q, uint64_t pos, const void *side,
+				     bool release)
 {
-	JP_QHB_BEFORE(slot_seq(q, pos));
+	if (release) {
+		JP_HB_BEFORE(side);
+		if (jp__tsan_on())
+			__tsan_release(slot_seq(q, pos));
+	} else {
+		if (jp__tsan_on())
+			__tsan_acquire(slot_seq(q, pos));
+		JP_HB_AFTER(side);
+	}
+}
+
+static inline void slot_hb_release(const JP_MPRING_T *q, uint64_t pos, const void *side)
+{
+	if (jp_unlikely(jp__annotate))
+		slot_hb_announce(q, pos, side, true);
+}
+
+static inline void slot_hb_acquire(const JP_MPRING_T *q, uint64_t pos, const void *side)
+{
+	if (jp_unlikely(jp__annotate))
+		slot_hb_announce(q, pos, side, false);
+}
+
+static inline void publish(JP_MPRING_T *q, uint64_t pos)
+{
+	slot_hb_release(q, pos, &q->tail);
 	/* release: the copy into the slot happens before the consumer's read. */
 	atomic_store_explicit(slot_seq(q, pos), seq_full(q, pos), memory_order_release);
 }
@@ -152,7 +186,7 @@ JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
 		return EINVAL;
 	if (claim_push(q, 1, &pos, &closed) == 0)
 		return closed ? EPIPE : EAGAIN;
-	JP_QHB_AFTER(slot_seq(q, pos));
+	slot_hb_acquire(q, pos, &q->head);
 	jp__qcopy(slot_data(q, pos), elem, q->esize);
 	publish(q, pos);
 	jp__park_chan_wake(&q->not_empty);
@@ -169,7 +203,7 @@ JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t
 		return 0;
 	k = claim_push(q, n, &pos, &closed);
 	for (size_t i = 0; i < k; i++) {
-		JP_QHB_AFTER(slot_seq(q, pos + i));
+		slot_hb_acquire(q, pos + i, &q->head);
 		memcpy(slot_data(q, pos + i), (const unsigned char *)elems + i * q->esize, q->esize);
 		publish(q, pos + i);
 	}
@@ -220,9 +254,9 @@ claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
 	}
 }
 
-static void release_slot(JP_MPRING_T *q, uint64_t pos)
+static inline void release_slot(JP_MPRING_T *q, uint64_t pos)
 {
-	JP_QHB_BEFORE(slot_seq(q, pos));
+	slot_hb_release(q, pos, &q->head);
 	/* release: our copy out happens before the next producer's copy in. */
 	atomic_store_explicit(slot_seq(q, pos), seq_free(q, pos + q->mask + 1),
 			      memory_order_release);
@@ -257,7 +291,7 @@ JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
 		return EINVAL;
 	if (claim_pop(q, 1, &pos, &status) == 0)
 		return status;
-	JP_QHB_AFTER(slot_seq(q, pos));
+	slot_hb_acquire(q, pos, &q->tail);
 	jp__qcopy(elem, slot_data(q, pos), q->esize);
 	release_slot(q, pos);
 	popped(q, pos, 1);
@@ -276,7 +310,7 @@ JP_EXPORT size_t JP_MPRING(_pop_bulk)(JP_MPRING_T *q, void *elems, size_t n)
 	if (k == 0)
 		return 0;
 	for (size_t i = 0; i < k; i++) {
-		JP_QHB_AFTER(slot_seq(q, pos + i));
+		slot_hb_acquire(q, pos + i, &q->tail);
 		memcpy((unsigned char *)elems + i * q->esize, slot_data(q, pos + i), q->esize);
 		release_slot(q, pos + i);
 	}

@@ -22,8 +22,9 @@
  * of acquisitions per thread is reported by tests/bench/sync-bench).
  *
  * The slow path (jp__sync_mode != PLAIN) adds the valgrind happens-before
- * requests and the lock-order checking of lockdep.c; ThreadSanitizer builds
- * always tell TSan about every lock and unlock.
+ * requests, the lock-order checking of lockdep.c and, in a process that
+ * runs ThreadSanitizer (jp__tsan_on: the library itself need not be
+ * instrumented), the __tsan_mutex_* annotations of every lock and unlock.
  */
 #include "sync.h"
 #include "options.h"
@@ -34,12 +35,6 @@
 #include <limits.h>
 #include <string.h>
 
-#ifdef JP_TSAN
-# include <sanitizer/tsan_interface.h>
-# define TSAN(call) call
-#else
-# define TSAN(call) ((void)0)
-#endif
 
 /*
  * Pause instructions a locker spends waiting for a running owner: at most
@@ -89,6 +84,8 @@ int jp__sync_mode_init(void)
 	}
 	if (lockdep_forced || jp__options()->lockdep)
 		mode |= JP_SYNC_LOCKDEP;
+	if (jp__tsan_on())
+		mode |= JP_SYNC_TSAN;
 	/* relaxed: the mode is one value, the same whoever computes it. */
 	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
 	return mode;
@@ -203,13 +200,19 @@ static inline void unlock_raw(_Atomic uint32_t *w)
 		jp__park_wake(w, 1);
 }
 
-/* The slow branch of lock and timedlock: mode is not PLAIN. */
-static JP_NOINLINE int lock_checked(jp_mutex_t *m, void *pc, const struct timespec *deadline)
+/*
+ * The slow branch of lock and timedlock: mode is not PLAIN.  flags: the
+ * ThreadSanitizer flags of the attempt (JP_TSAN_TRY_LOCK for timedlock).
+ */
+static JP_NOINLINE int lock_checked(jp_mutex_t *m, void *pc, const struct timespec *deadline,
+				    unsigned flags)
 {
 	_Atomic uint32_t *w = jp__mutex_word(m);
 	int mode = jp__sync_mode_get();
 	int r = 0;
 
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_pre_lock(m, flags);
 	if (mode & JP_SYNC_VALGRIND)
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 	if (mode & JP_SYNC_LOCKDEP)
@@ -222,6 +225,8 @@ static JP_NOINLINE int lock_checked(jp_mutex_t *m, void *pc, const struct timesp
 		if (mode & JP_SYNC_LOCKDEP)
 			jp__lockdep_acquired(m, JP__LD_MUTEX, pc);
 	}
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_post_lock(m, flags | (r == 0 ? 0 : JP_TSAN_TRY_LOCK_FAILED), 0);
 	return r;
 }
 
@@ -229,6 +234,8 @@ static JP_NOINLINE void unlock_checked(jp_mutex_t *m, void *pc)
 {
 	int mode = jp__sync_mode_get();
 
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_pre_unlock(m, 0);
 	if (mode & JP_SYNC_LOCKDEP)
 		jp__lockdep_release(m, JP__LD_MUTEX, pc);
 	if (mode & JP_SYNC_VALGRIND) {
@@ -236,42 +243,48 @@ static JP_NOINLINE void unlock_checked(jp_mutex_t *m, void *pc)
 		JP_HB_BEFORE(m);
 	}
 	unlock_raw(jp__mutex_word(m));
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_post_unlock(m, 0);
+}
+
+/* relaxed, both: see jp__sync_mode_get. */
+static inline bool plain_mode(void)
+{
+	return jp_likely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) == JP_SYNC_PLAIN);
 }
 
 static inline __attribute__((always_inline)) void lock_at(jp_mutex_t *m, void *pc)
 {
-	TSAN(__tsan_mutex_pre_lock(m, 0));
-	/* relaxed: see jp__sync_mode_get. */
-	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN))
-		lock_checked(m, pc, NULL);
+	if (!plain_mode())
+		lock_checked(m, pc, NULL, 0);
 	else if (!try_acquire(jp__mutex_word(m)))
 		lock_slow(jp__mutex_word(m), NULL);
-	TSAN(__tsan_mutex_post_lock(m, 0, 0));
 }
 
 static inline __attribute__((always_inline)) void unlock_at(jp_mutex_t *m, void *pc)
 {
-	TSAN(__tsan_mutex_pre_unlock(m, 0));
-	/* relaxed: see jp__sync_mode_get. */
-	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN))
+	if (!plain_mode())
 		unlock_checked(m, pc);
 	else
 		unlock_raw(jp__mutex_word(m));
-	TSAN(__tsan_mutex_post_unlock(m, 0));
 }
 
 JP_EXPORT void jp_mutex_init(jp_mutex_t *m)
 {
 	/* relaxed: initialisation precedes sharing the mutex with others. */
 	atomic_store_explicit(jp__mutex_word(m), 0, memory_order_relaxed);
-	TSAN(__tsan_mutex_create(m, 0));
+	if (jp__sync_mode_get() & JP_SYNC_TSAN)
+		__tsan_mutex_create(m, 0);
 }
 
 JP_EXPORT void jp_mutex_destroy(jp_mutex_t *m)
 {
-	if (jp__sync_mode_get() & JP_SYNC_LOCKDEP)
+	int mode = jp__sync_mode_get();
+
+	if (mode & JP_SYNC_LOCKDEP)
 		jp__lockdep_destroy(m);
-	TSAN(__tsan_mutex_destroy(m, 0));
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_destroy(m, 0);
 }
 
 JP_EXPORT void jp_mutex_lock(jp_mutex_t *m)
@@ -284,45 +297,41 @@ JP_EXPORT void jp_mutex_unlock(jp_mutex_t *m)
 	unlock_at(m, __builtin_return_address(0));
 }
 
-JP_EXPORT int jp_mutex_trylock(jp_mutex_t *m)
+static JP_NOINLINE int trylock_checked(jp_mutex_t *m, void *pc)
 {
+	int mode = jp__sync_mode_get();
 	bool ok;
 
-	TSAN(__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock));
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_pre_lock(m, JP_TSAN_TRY_LOCK);
 	ok = try_acquire(jp__mutex_word(m));
-	/* relaxed: see jp__sync_mode_get. */
-	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN)) {
-		int mode = jp__sync_mode_get();
-
-		if (mode & JP_SYNC_VALGRIND)
-			JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
-		if (ok && (mode & JP_SYNC_VALGRIND))
-			JP_HB_AFTER(m);
-		if (ok && (mode & JP_SYNC_LOCKDEP))
-			jp__lockdep_acquired(m, JP__LD_MUTEX, __builtin_return_address(0));
-	}
-	TSAN(__tsan_mutex_post_lock(m, __tsan_mutex_try_lock |
-				    (ok ? 0 : __tsan_mutex_try_lock_failed), 0));
+	if (mode & JP_SYNC_VALGRIND)
+		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
+	if (ok && (mode & JP_SYNC_VALGRIND))
+		JP_HB_AFTER(m);
+	if (ok && (mode & JP_SYNC_LOCKDEP))
+		jp__lockdep_acquired(m, JP__LD_MUTEX, pc);
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_post_lock(m, JP_TSAN_TRY_LOCK | (ok ? 0 : JP_TSAN_TRY_LOCK_FAILED), 0);
 	return ok ? 0 : EBUSY;
+}
+
+JP_EXPORT int jp_mutex_trylock(jp_mutex_t *m)
+{
+	if (!plain_mode())
+		return trylock_checked(m, __builtin_return_address(0));
+	return try_acquire(jp__mutex_word(m)) ? 0 : EBUSY;
 }
 
 JP_EXPORT int jp_mutex_timedlock(jp_mutex_t *m, const struct timespec *deadline)
 {
-	int r;
-
 	if (jp__deadline_check(deadline) != 0)
 		return EINVAL;
-	TSAN(__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock));
-	/* relaxed: see jp__sync_mode_get. */
-	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN))
-		r = lock_checked(m, __builtin_return_address(0), deadline);
-	else if (try_acquire(jp__mutex_word(m)))
-		r = 0;
-	else
-		r = lock_slow(jp__mutex_word(m), deadline);
-	TSAN(__tsan_mutex_post_lock(m, __tsan_mutex_try_lock |
-				    (r == 0 ? 0 : __tsan_mutex_try_lock_failed), 0));
-	return r;
+	if (!plain_mode())
+		return lock_checked(m, __builtin_return_address(0), deadline, JP_TSAN_TRY_LOCK);
+	if (try_acquire(jp__mutex_word(m)))
+		return 0;
+	return lock_slow(jp__mutex_word(m), deadline);
 }
 
 void jp__mutex_lock_at(jp_mutex_t *m, void *pc)
@@ -337,23 +346,31 @@ void jp__mutex_unlock_at(jp_mutex_t *m, void *pc)
 
 void jp__mutex_lock_internal(jp_mutex_t *m)
 {
-	TSAN(__tsan_mutex_pre_lock(m, 0));
+	int mode = jp__sync_mode_get();
+
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_pre_lock(m, 0);
 	if (!try_acquire(jp__mutex_word(m)))
 		lock_slow(jp__mutex_word(m), NULL);
-	if (jp__sync_mode_get() & JP_SYNC_VALGRIND) {
+	if (mode & JP_SYNC_VALGRIND) {
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 		JP_HB_AFTER(m);
 	}
-	TSAN(__tsan_mutex_post_lock(m, 0, 0));
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_post_lock(m, 0, 0);
 }
 
 void jp__mutex_unlock_internal(jp_mutex_t *m)
 {
-	TSAN(__tsan_mutex_pre_unlock(m, 0));
-	if (jp__sync_mode_get() & JP_SYNC_VALGRIND)
+	int mode = jp__sync_mode_get();
+
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_pre_unlock(m, 0);
+	if (mode & JP_SYNC_VALGRIND)
 		JP_HB_BEFORE(m);
 	unlock_raw(jp__mutex_word(m));
-	TSAN(__tsan_mutex_post_unlock(m, 0));
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_post_unlock(m, 0);
 }
 
 /*

@@ -20,6 +20,21 @@
 
 extern char **environ;
 
+/* ---- race detectors --------------------------------------------------- */
+
+bool jp__annotate;
+
+/*
+ * At load time, before any thread of the program can use the library: the
+ * flag, and the page size cache (so that no two threads of the program
+ * race to fill it, which helgrind reported from jp_arena_local).
+ */
+__attribute__((constructor)) static void os_init(void)
+{
+	jp__annotate = JP_ON_VALGRIND() || jp__tsan_on();
+	jp__os_page_size();
+}
+
 /* ---- futex ------------------------------------------------------------ */
 
 /*
@@ -181,7 +196,7 @@ size_t jp__os_rss(void)
 
 size_t jp__os_page_size(void)
 {
-	static size_t page;	/* benign race: every thread computes the same */
+	static size_t page;	/* set at load (os_init), or by the first caller */
 	size_t p = __atomic_load_n(&page, __ATOMIC_RELAXED);
 
 	if (jp_unlikely(p == 0)) {

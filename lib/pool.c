@@ -97,7 +97,7 @@ static void stack_push(struct jp_pool *p, uint32_t first, uint32_t last)
 	uint64_t top = atomic_load_explicit(&p->top, memory_order_relaxed);
 	uint64_t nt;
 
-	JP_HB_BEFORE(&p->top);
+	JP_HB_RELEASE(&p->top);
 	do {
 		uint32_t t = (uint32_t)top;
 
@@ -137,7 +137,7 @@ static size_t stack_pop(struct jp_pool *p, uint32_t *out, size_t n)
 		if (atomic_compare_exchange_weak_explicit(&p->top, &top, nt,
 							  memory_order_acquire,
 							  memory_order_acquire)) {
-			JP_HB_AFTER(&p->top);
+			JP_HB_ACQUIRE(&p->top);
 			return k;
 		}
 	}

@@ -65,16 +65,6 @@ static inline void jp__qcopy(void *dst, const void *src, size_t n)
  */
 extern bool jp__q_asym;
 
-/*
- * The valgrind happens-before annotations on the per-element paths, only
- * when running under valgrind: a client request costs a dozen instructions
- * even outside valgrind, a large share of a 10 ns operation.
- * jp__q_on_valgrind is written once, by a constructor of the library.
- */
-extern bool jp__q_on_valgrind;
-#define JP_QHB_BEFORE(x) do { if (jp_unlikely(jp__q_on_valgrind)) JP_HB_BEFORE(x); } while (0)
-#define JP_QHB_AFTER(x)  do { if (jp_unlikely(jp__q_on_valgrind)) JP_HB_AFTER(x); } while (0)
-
 static inline void jp__q_fast_fence(void)
 {
 	if (jp_likely(jp__q_asym))

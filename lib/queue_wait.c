@@ -68,7 +68,6 @@ int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
 }
 
 bool jp__q_asym;
-bool jp__q_on_valgrind;
 
 /* At load time, before any thread exists: see arena.c. */
 __attribute__((constructor)) static void asym_init(void)
@@ -77,9 +76,8 @@ __attribute__((constructor)) static void asym_init(void)
 	 * Under valgrind the threads run one at a time and the tools do not
 	 * know membarrier; ThreadSanitizer does not model it.  Use fences.
 	 */
-	jp__q_on_valgrind = JP_ON_VALGRIND();
 #ifndef JP_TSAN
-	if (!jp__q_on_valgrind && jp__os_membarrier_init() == 0)
+	if (!JP_ON_VALGRIND() && jp__os_membarrier_init() == 0)
 		jp__q_asym = true;
 #endif
 }

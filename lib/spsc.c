@@ -125,14 +125,14 @@ JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 	if (jp_unlikely(t - q->head_cache > q->mask)) {
 		/* acquire: the consumer's copy out of the slot happened before. */
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
-		JP_QHB_AFTER(&q->head);
+		JP_HB_ACQUIRE(&q->head);
 		if (t - q->head_cache > q->mask) {
 			push_end(q, false);
 			return EAGAIN;
 		}
 	}
 	jp__qcopy(q->ring + (t & q->mask) * q->esize, elem, q->esize);
-	JP_QHB_BEFORE(&q->tail);
+	JP_HB_RELEASE(&q->tail);
 	/* release: the copy into the slot before the consumer's acquire. */
 	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
 	push_end(q, true);
@@ -158,13 +158,13 @@ JP_EXPORT int jp_spsc_try_pop(jp_spsc_t *q, void *elem)
 		/* acquire: the producer's copy into the slot happened before. */
 		uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
 
-		JP_QHB_AFTER(&q->tail);
+		JP_HB_ACQUIRE(&q->tail);
 		q->tail_cache = JP__Q_POS(t);
 		if (h == q->tail_cache)
 			return (t & JP__Q_CLOSED) ? EPIPE : EAGAIN;
 	}
 	jp__qcopy(elem, q->ring + (h & q->mask) * q->esize, q->esize);
-	JP_QHB_BEFORE(&q->head);
+	JP_HB_RELEASE(&q->head);
 	/* release: our copy out before the producer reuses the slot. */
 	atomic_store_explicit(&q->head, h + 1, memory_order_release);
 	consumed(q);
@@ -240,7 +240,7 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 	room = q->mask + 1 - (size_t)(t - q->head_cache);
 	if (room < n) {
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
-		JP_QHB_AFTER(&q->head);
+		JP_HB_ACQUIRE(&q->head);
 		room = q->mask + 1 - (size_t)(t - q->head_cache);
 	}
 	k = n < room ? n : room;
@@ -254,7 +254,7 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 	memcpy(q->ring + (t & q->mask) * q->esize, elems, first * q->esize);
 	memcpy(q->ring, (const unsigned char *)elems + first * q->esize,
 	       (k - first) * q->esize);
-	JP_QHB_BEFORE(&q->tail);
+	JP_HB_RELEASE(&q->tail);
 	atomic_store_explicit(&q->tail, t + k, memory_order_release);	/* as try_push */
 	push_end(q, true);
 	return k;
@@ -271,7 +271,7 @@ JP_EXPORT size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n)
 	avail = (size_t)(q->tail_cache - h);
 	if (avail < n) {
 		q->tail_cache = JP__Q_POS(atomic_load_explicit(&q->tail, memory_order_acquire));
-		JP_QHB_AFTER(&q->tail);
+		JP_HB_ACQUIRE(&q->tail);
 		avail = (size_t)(q->tail_cache - h);
 	}
 	k = n < avail ? n : avail;
@@ -283,7 +283,7 @@ JP_EXPORT size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n)
 	memcpy(elems, q->ring + (h & q->mask) * q->esize, first * q->esize);
 	memcpy((unsigned char *)elems + first * q->esize, q->ring,
 	       (k - first) * q->esize);
-	JP_QHB_BEFORE(&q->head);
+	JP_HB_RELEASE(&q->head);
 	atomic_store_explicit(&q->head, h + k, memory_order_release);	/* as try_pop */
 	consumed(q);
 	return k;
@@ -305,7 +305,7 @@ JP_EXPORT void jp_spsc_close(jp_spsc_t *q)
 		else
 			sched_yield();	/* the producer was preempted mid-push */
 	}
-	JP_QHB_AFTER(&q->busy);
+	JP_HB_ACQUIRE(&q->busy);
 	atomic_fetch_or(&q->tail, JP__Q_CLOSED);
 	jp__park_chan_bump(&q->not_empty);
 	jp__park_chan_bump(&q->not_full);

@@ -4,8 +4,9 @@
  *
  * Vocabulary:
  *   the "sync mode" - decided once per process (jp__sync_mode): PLAIN, or
- *     PLAIN with LOCKDEP (JPSYNC_LOCKDEP=1) and/or VALGRIND (running under
- *     valgrind: emit the happens-before client requests).  The fast paths
+ *     PLAIN with LOCKDEP (JPSYNC_LOCKDEP=1), VALGRIND (running under
+ *     helgrind or drd: emit the happens-before client requests) and/or
+ *     TSAN (the process runs ThreadSanitizer: tell it too, jp__tsan_on).  The fast paths
  *     test "mode != PLAIN" and nothing else, so with both off they cost one
  *     predictable branch; 0 (UNKNOWN) also takes the slow branch, which
  *     decides the mode.
@@ -25,6 +26,9 @@
 #define JP_SYNC_PLAIN    1
 #define JP_SYNC_LOCKDEP  2
 #define JP_SYNC_VALGRIND 4
+#define JP_SYNC_TSAN     8
+/* Either detector: emit the happens-before annotations (jp__hb_*). */
+#define JP_SYNC_RACE_TOOLS (JP_SYNC_VALGRIND | JP_SYNC_TSAN)
 
 /* The 32-bit words of the public structs, seen as the atomics they are. */
 static inline _Atomic uint32_t *jp__mutex_word(jp_mutex_t *m)

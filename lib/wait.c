@@ -151,8 +151,8 @@ JP_EXPORT int jp_wait(const void *addr, const void *expected, size_t size,
 		if (r == ETIMEDOUT)
 			break;
 	}
-	if (mode & JP_SYNC_VALGRIND)
-		JP_HB_AFTER(addr);
+	if (mode & JP_SYNC_RACE_TOOLS)
+		jp__hb_after(addr);
 	return r == ETIMEDOUT ? ETIMEDOUT : 0;
 }
 
@@ -163,8 +163,8 @@ static void notify(const void *addr, int all)
 
 	if (addr == NULL)
 		return;
-	if (jp__sync_mode_get() & JP_SYNC_VALGRIND)
-		JP_HB_BEFORE(addr);
+	if (jp__sync_mode_get() & JP_SYNC_RACE_TOOLS)
+		jp__hb_before(addr);
 	s = state_for(addr);
 	/* seq_cst: the notifier's half of the pattern above. */
 	atomic_thread_fence(memory_order_seq_cst);

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The race detectors understand jp_mutex and jp_cond: a deliberately racy
+# The race detectors understand the library.  First jp_mutex and jp_cond,
+# from the library's sources: a deliberately racy
 # counter (tests/race-counter.c) is reported by helgrind, drd and
 # ThreadSanitizer, and the same program with the counter under a jp_mutex
 # is reported by none of them.  The same for jp_rwlock, jp_sem and
@@ -83,6 +84,66 @@ for p in race-counter race-rwlock; do
     echo "note: $CC cannot build and run -fsanitize=thread programs, TSan part skipped"
   fi
 done
+
+# ---- user programs, with the library as built ----------------------------
+# tests/race-programs.c: the programs a user writes (every primitive, and
+# memory handed between threads), linked to lib/.libs/libjpsync.so as this
+# tree built it.  ThreadSanitizer: the program is built with
+# -fsanitize=thread and the library is not (in a plain build), as with a
+# distribution's package; it must report no correct program and every
+# racy one.  helgrind and drd: the same programs, built plain.
+libdir=$top_builddir/lib/.libs
+correct="workqueue spsc mpsc mpmc pool arena epoch wait rounds"
+racy="racy-counter racy-queue"
+rp="$top_srcdir/tests/race-programs.c"
+rpinc="-I$top_srcdir/include -I$top_builddir/include"
+run_programs() { # tool prog-binary run-prefix...
+  tool=$1 bin=$2; shift 2
+  for p in $correct $racy; do
+    LD_LIBRARY_PATH=$libdir "$@" "$bin" "$p" 200 > "$tmp/p.$tool.$p" 2>&1; rc=$?
+    case " $racy " in *" $p "*) want=racy ;; *) want=clean ;; esac
+    if [ "$want" = racy ]; then
+      if [ "$rc" -ne 0 ] && grep -q "$pat" "$tmp/p.$tool.$p"; then
+        echo "ok: $tool reports $p"
+      else
+        echo "FAIL: $tool did not report $p (exit $rc)"; tail -n 20 "$tmp/p.$tool.$p"; fail=1
+      fi
+    elif [ "$rc" -eq 0 ] && ! grep -q "$pat" "$tmp/p.$tool.$p"; then
+      echo "ok: $tool is silent on $p"
+    else
+      echo "FAIL: $tool reports the correct program $p (exit $rc)"; tail -n 60 "$tmp/p.$tool.$p"; fail=1
+    fi
+  done
+}
+case "${SANITIZERS:-no}" in
+  *address*) echo "note: AddressSanitizer build, the library cannot be linked into a TSan program" ;;
+  *)
+    if $CC -fsanitize=thread -o "$tmp/t" "$tmp/t.c" 2>/dev/null && "$tmp/t" 2>/dev/null; then
+      # shellcheck disable=SC2086
+      if $CC -std=gnu11 -O1 -g -pthread -fsanitize=thread $rpinc -o "$tmp/rp-tsan" "$rp" \
+           -L"$libdir" -ljpsync 2> "$tmp/rp-tsan.cc"; then
+        pat='WARNING: ThreadSanitizer'
+        TSAN_OPTIONS="exitcode=66 halt_on_error=0" run_programs ThreadSanitizer "$tmp/rp-tsan" env
+        ran=1
+      else
+        echo "FAIL: cannot build race-programs with -fsanitize=thread:"; cat "$tmp/rp-tsan.cc"; fail=1
+      fi
+    fi ;;
+esac
+if [ "$san" = no ] && command -v valgrind >/dev/null 2>&1 &&
+   grep -q 'HAVE_VALGRIND_HELGRIND_H 1' "$top_builddir/config.h"; then
+  # shellcheck disable=SC2086
+  if $CC -std=gnu11 -O1 -g -gdwarf-4 -pthread $rpinc -o "$tmp/rp" "$rp" -L"$libdir" -ljpsync \
+       2> "$tmp/rp.cc"; then
+    pat='Possible data race\|Conflicting'
+    for tool in helgrind drd; do
+      run_programs $tool "$tmp/rp" valgrind -q --tool=$tool --error-exitcode=3
+    done
+    ran=1
+  else
+    echo "FAIL: cannot build race-programs:"; cat "$tmp/rp.cc"; fail=1
+  fi
+fi
 
 [ $fail -ne 0 ] && exit 1
 [ $ran -eq 0 ] && { echo "SKIP: no race detector available"; exit 77; }

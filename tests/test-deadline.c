@@ -512,7 +512,7 @@ static void caller_start(struct caller *c, const struct timed *t,
 }
 
 /*
- * The caller waits (timed: 150 ms, or untimed) while another thread sends
+ * The caller waits (timed: 150 ms, 400 ms under valgrind; or untimed) while another thread sends
  * it a signal every 2 ms through a handler without SA_RESTART.  A timed
  * call returns ETIMEDOUT, not before its deadline and not a second after;
  * an untimed one returns only after release().
@@ -524,7 +524,8 @@ static void signal_storm(const struct timed *t, bool timed)
 	struct caller c;
 	pthread_t th;
 	double start, released = 0;
-	const double wait_s = 0.15;
+	/* Longer under valgrind, which runs one thread at a time. */
+	const double wait_s = jp_test_on_valgrind() ? 0.4 : 0.15;
 	unsigned sent = 0;
 
 	memset(&sa, 0, sizeof sa);
@@ -537,11 +538,11 @@ static void signal_storm(const struct timed *t, bool timed)
 	caller_start(&c, t, timed ? &d : NULL, &th);
 	while (!atomic_load(&c.running))
 		usleep(100);
-	while (!atomic_load(&c.done) && now_s() - start < wait_s + 1.0) {
+	while (!atomic_load(&c.done) && now_s() - start < wait_s + 1.0 + (timed ? 0 : 5.0)) {
 		if (pthread_kill(th, SIGUSR1) == 0)
 			sent++;
 		usleep(2000);
-		if (!timed && released == 0 && now_s() - start >= wait_s) {
+		if (!timed && released == 0 && now_s() - start >= wait_s && sent >= 10) {
 			released = now_s();
 			t->release(&the_obj);
 		}
@@ -571,7 +572,7 @@ static void signal_storm(const struct timed *t, bool timed)
 	 * fewer are seen than sent; ThreadSanitizer runs the handler late,
 	 * outside the wait (the signal still interrupts it, through TSan's
 	 * own handler). */
-	CU_ASSERT(sent > 10);
+	CU_ASSERT(timed ? sent >= 2 : sent >= 10);	/* a loaded machine sends fewer */
 	if (!jp_test_sanitized())
 		CU_ASSERT(atomic_load(&signals_seen) > 0);
 	t->destroy(&the_obj);
