@@ -54,6 +54,33 @@ size_t jp__os_page_size(void);
 /* Online CPUs, 0 when unknown. */
 unsigned jp__os_cpu_count(void);
 
+/* ---- the CPU a thread runs on ------------------------------------------ */
+
+#ifdef HAVE_RSEQ_AREA
+# include <sys/rseq.h>
+#endif
+
+/*
+ * The CPU the calling thread runs on, or -1 when it cannot be read cheaply
+ * (glibc registered no rseq area: under valgrind, on a kernel before 4.18,
+ * with glibc.pthread.rseq=0, or a libc without one).  A hint only: the
+ * thread may run elsewhere by the time the caller uses it.  One load from
+ * the area the kernel updates whenever the thread is scheduled.
+ */
+static inline int jp__os_cpu(void)
+{
+#ifdef HAVE_RSEQ_AREA
+	if (jp_likely(__rseq_size != 0)) {
+		const struct rseq *r = (const struct rseq *)(const void *)
+			((const char *)__builtin_thread_pointer() + __rseq_offset);
+
+		/* relaxed: the kernel writes it; any recent value will do. */
+		return (int)__atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED);
+	}
+#endif
+	return -1;
+}
+
 /* ---- environment, randomness, output ---------------------------------- */
 
 /*

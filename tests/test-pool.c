@@ -1,6 +1,7 @@
 /* test-pool.c - jp_pool, with and without the thread cache. */
 #include <jpsync/hammer.h>
 #include <jpsync/pool.h>
+#include <jpsync/queue.h>
 
 #include "testutil.h"
 
@@ -332,6 +333,212 @@ static void test_foreign_put_aborts(void)
 	}
 }
 
+/* ---- the per-thread handle (jp_pool_local) ------------------------------- */
+
+static void test_local_basic(void)
+{
+	jp_pool_t *plain = jp_pool_create(64, 64, 0);
+	jp_pool_t *p = jp_pool_create(64, 64, JP_POOL_THREAD_CACHE);
+	jp_pool_local_t *h;
+	void *o[65];
+
+	CU_ASSERT_FATAL(plain != NULL && p != NULL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_local(plain));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_local(NULL));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	h = jp_pool_local(p);
+	CU_ASSERT_FATAL(h != NULL);
+	CU_ASSERT_PTR_EQUAL(jp_pool_local(p), h);	/* one handle per thread */
+	CU_ASSERT_PTR_EQUAL(h->pool, p);
+	CU_ASSERT(h->end > h->slot);
+	CU_ASSERT_PTR_EQUAL(h->top, h->slot);
+	/* Every object, each once, then ENOMEM. */
+	for (int i = 0; i < 64; i++) {
+		o[i] = jp_pool_local_get(h);
+		CU_ASSERT_FATAL(o[i] != NULL);
+		CU_ASSERT((uintptr_t)o[i] % 64 == 0);
+		for (int j = 0; j < i; j++)
+			CU_ASSERT_PTR_NOT_EQUAL(o[i], o[j]);
+	}
+	errno = 0;
+	CU_ASSERT_PTR_NULL(jp_pool_local_get(h));
+	CU_ASSERT_EQUAL(errno, ENOMEM);
+	CU_ASSERT_PTR_NULL(jp_pool_get(p));
+	/* Back through the handle and through jp_pool_put, mixed; NULL ignored. */
+	for (int i = 0; i < 64; i++) {
+		if (i % 2)
+			jp_pool_local_put(h, o[i]);
+		else
+			jp_pool_put(p, o[i]);
+	}
+	jp_pool_local_put(h, NULL);
+	for (int i = 0; i < 64; i++) {
+		o[i] = i % 3 ? jp_pool_local_get(h) : jp_pool_get(p);
+		CU_ASSERT(o[i] != NULL);
+	}
+	CU_ASSERT_PTR_NULL(jp_pool_local_get(h));
+	jp_pool_put_batch(p, o, 64);
+	CU_ASSERT_EQUAL(jp_pool_get_batch(p, o, 65), 64);
+	jp_pool_destroy(plain);
+	jp_pool_destroy(p);
+}
+
+/* Objects taken through one thread's handle and put through another's
+ * (handed over through a jp_spsc queue), then the threads exit: everything
+ * is back in the pool. */
+struct relay {
+	jp_pool_t *p;
+	jp_spsc_t *q;
+	_Atomic int bad;
+	uint64_t items;
+};
+
+static void *relay_producer(void *arg)
+{
+	struct relay *r = arg;
+	jp_pool_local_t *h = jp_pool_local(r->p);
+
+	for (uint64_t i = 0; i < r->items; i++) {
+		uint64_t *o;
+
+		while ((o = jp_pool_local_get(h)) == NULL)
+			sched_yield();
+		o[0] = i;
+		if (jp_spsc_push(r->q, &o, NULL) != 0)
+			atomic_store(&r->bad, 1);
+	}
+	return NULL;
+}
+
+static void *relay_consumer(void *arg)
+{
+	struct relay *r = arg;
+	jp_pool_local_t *h = jp_pool_local(r->p);
+
+	for (uint64_t i = 0; i < r->items; i++) {
+		uint64_t *o;
+
+		if (jp_spsc_pop(r->q, &o, NULL) != 0 || o[0] != i)
+			atomic_store(&r->bad, 1);
+		jp_pool_local_put(h, o);
+	}
+	return NULL;
+}
+
+static void test_local_across_threads(void)
+{
+	struct relay r;
+	pthread_t t[2];
+	void *all[256];
+
+	memset(&r, 0, sizeof r);
+	r.p = jp_pool_create(64, 256, JP_POOL_THREAD_CACHE);
+	r.q = jp_spsc_create(16, sizeof(void *));
+	r.items = jp_test_scaled(100000, 1000);
+	CU_ASSERT_FATAL(r.p != NULL && r.q != NULL);
+	CU_ASSERT_FATAL(pthread_create(&t[0], NULL, relay_producer, &r) == 0);
+	CU_ASSERT_FATAL(pthread_create(&t[1], NULL, relay_consumer, &r) == 0);
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	CU_ASSERT_EQUAL(atomic_load(&r.bad), 0);
+	/* Both caches went back when their threads exited. */
+	CU_ASSERT_EQUAL(jp_pool_get_batch(r.p, all, 256), 256);
+	jp_spsc_destroy(r.q);
+	jp_pool_destroy(r.p);
+}
+
+/* The stamp test through handles, one per hammer thread. */
+struct local_stamp {
+	jp_pool_t *p;
+	jp_pool_local_t *h[8];		/* each slot written by its own thread */
+	_Atomic uint64_t collisions;
+};
+
+static void local_stamp_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct local_stamp *s = ctx;
+	jp_pool_local_t *h = s->h[thread];
+	uint64_t *o;
+
+	if (h == NULL)
+		h = s->h[thread] = jp_pool_local(s->p);
+	while ((o = jp_pool_local_get(h)) == NULL)
+		sched_yield();
+	o[0] = thread;
+	o[1] = iter;
+	sched_yield();
+	if (o[0] != thread || o[1] != iter)
+		atomic_fetch_add(&s->collisions, 1);
+	jp_pool_local_put(h, o);
+}
+
+static void test_local_stamp(void)
+{
+	struct local_stamp s;
+	void *all[32];
+
+	memset(&s, 0, sizeof s);
+	s.p = jp_pool_create(64, 32, JP_POOL_THREAD_CACHE);
+	CU_ASSERT_FATAL(s.p != NULL);
+	CU_ASSERT_EQUAL(jp_hammer(8, jp_test_scaled(20000, 100), local_stamp_body, &s), 0);
+	CU_ASSERT_EQUAL(atomic_load(&s.collisions), 0);
+	CU_ASSERT_EQUAL(jp_pool_get_batch(s.p, all, 32), 32);
+	jp_pool_destroy(s.p);
+}
+
+/*
+ * A foreign pointer put through a handle is caught when it leaves the
+ * thread's cache: when the cache overflows, or when the thread exits.
+ */
+static char elsewhere[64];
+
+static void local_put_foreign_then_fill(void *arg)
+{
+	jp_pool_t *p = jp_pool_create(64, 256, JP_POOL_THREAD_CACHE);
+	jp_pool_local_t *h = jp_pool_local(p);
+	void *o[256];
+
+	(void)arg;
+	jp_pool_local_put(h, elsewhere);
+	for (int i = 0; i < 256; i++)
+		o[i] = jp_pool_get(p);
+	for (int i = 0; i < 256; i++)
+		jp_pool_local_put(h, o[i]);	/* the older half flushes, elsewhere first */
+	_exit(0);
+}
+
+static void *foreign_then_exit(void *arg)
+{
+	jp_pool_local_put(jp_pool_local(arg), elsewhere);
+	return NULL;		/* the thread's cache goes back: checked */
+}
+
+static void local_put_foreign_then_exit(void *arg)
+{
+	jp_pool_t *p = jp_pool_create(64, 16, JP_POOL_THREAD_CACHE);
+	pthread_t t;
+
+	(void)arg;
+	pthread_create(&t, NULL, foreign_then_exit, p);
+	pthread_join(t, NULL);
+	_exit(0);
+}
+
+static void test_local_foreign_put_aborts(void)
+{
+	void (*cases[])(void *) = { local_put_foreign_then_fill, local_put_foreign_then_exit };
+	struct jp_child_result r;
+
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_FATAL(jp_test_child(cases[i], NULL, &r) == 0);
+		CU_ASSERT(r.signaled && r.sig == SIGABRT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "jp_pool_put of a pointer not from this pool"));
+	}
+}
+
 /*
  * JPSYNC_CHECK is read once per process, so the checked cases run in a new
  * image of this program (see main) with the variable set.
@@ -347,12 +554,22 @@ static void exec_checked(void *arg)
 
 static int checked_case(const char *which)
 {
-	jp_pool_t *p = jp_pool_create(48, 8, strstr(which, "cache") ? JP_POOL_THREAD_CACHE : 0);
-	char *o = jp_pool_get(p);
+	bool local = strstr(which, "local") != NULL;
+	jp_pool_t *p = jp_pool_create(48, 8, strstr(which, "cache") || local ? JP_POOL_THREAD_CACHE : 0);
+	jp_pool_local_t *h = local ? jp_pool_local(p) : NULL;
+	char *o = local ? jp_pool_local_get(h) : jp_pool_get(p);
 
-	if (strstr(which, "inside"))
-		jp_pool_put(p, o + 8);		/* inside the pool, not an object */
-	else {
+	if (local && (h->end != h->slot || h->top != h->slot))
+		return 3;		/* the inline paths would skip the checks */
+	if (strstr(which, "inside")) {
+		if (local)
+			jp_pool_local_put(h, o + 8);
+		else
+			jp_pool_put(p, o + 8);		/* inside the pool, not an object */
+	} else if (local) {
+		jp_pool_local_put(h, o);
+		jp_pool_local_put(h, o);		/* twice */
+	} else {
 		jp_pool_put(p, o);
 		jp_pool_put(p, o);		/* twice */
 	}
@@ -361,10 +578,11 @@ static int checked_case(const char *which)
 
 static void test_checked_misuse_aborts(void)
 {
-	static const char *cases[] = { "--inside", "--twice", "--inside-cache", "--twice-cache" };
+	static const char *cases[] = { "--inside", "--twice", "--inside-cache", "--twice-cache",
+				       "--inside-local", "--twice-local" };
 	struct jp_child_result r;
 
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		CU_ASSERT_FATAL(jp_test_child(exec_checked, (void *)cases[i], &r) == 0);
 		CU_ASSERT(r.signaled && r.sig == SIGABRT);
 		CU_ASSERT_PTR_NOT_NULL(strstr(r.err, strstr(cases[i], "twice")
@@ -391,6 +609,13 @@ int main(int argc, char **argv)
 		{ "pool destroyed before its threads exit", test_destroy_before_thread_exit },
 		{ "foreign put aborts", test_foreign_put_aborts },
 		{ "JPSYNC_CHECK catches bad and double puts", test_checked_misuse_aborts },
+		{ "jp_pool_local: one handle, every object once, mixes with get/put",
+		  test_local_basic },
+		{ "jp_pool_local: objects cross threads, caches return at exit",
+		  test_local_across_threads },
+		{ "jp_pool_local: stamp test, no object handed to two threads", test_local_stamp },
+		{ "jp_pool_local: a foreign put aborts when it leaves the cache",
+		  test_local_foreign_put_aborts },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -2,12 +2,18 @@
  * pool-bench.c - object pools and the 3-stage pipeline.
  *
  *   pool-bench getput IMPL THREADS OPS
- *     IMPL: jp_pool (shared stack only), jp_pool_tc (JP_POOL_THREAD_CACHE),
- *     jpsync (jp_alloc/jp_free, when the allocator is built in) or glibc
- *     (malloc/free).  Each thread does OPS times: take a 64-byte object,
- *     write it, give it back.  Prints million get+put pairs per second of
- *     each thread's CPU time (the machine is shared: wall time would
- *     measure the scheduler).
+ *     IMPL: jp_pool (the shared per-CPU stacks only), jp_pool_tc
+ *     (JP_POOL_THREAD_CACHE, jp_pool_get/jp_pool_put), jp_pool_local (the
+ *     same pool through the thread's jp_pool_local handle, inline get and
+ *     put), jpsync (jp_alloc/jp_free, when the allocator is built in),
+ *     glibc (malloc/free) or mutex_list (a free list of the same objects
+ *     under one pthread_mutex, the baseline of the uncached pool).  Each
+ *     thread does OPS times: take a 64-byte object, write it, give it
+ *     back.  Prints million get+put pairs per second of each thread's CPU
+ *     time (the machine is shared: wall time would measure the scheduler).
+ *
+ *   pool-bench pairs IMPL N
+ *     N get+put pairs on one thread, nothing else (for callgrind).
  *
  *   pool-bench pipeline IMPL PAIRS ITEMS
  *     IMPL jpsync: each producer takes an object from a thread-cached
@@ -52,9 +58,53 @@ static double now_s(void)
 
 /* ---- get/put ------------------------------------------------------------- */
 
+enum { GP_POOL, GP_TC, GP_ALLOC, GP_GLIBC, GP_LOCAL, GP_MUTEX };
+
+/* The baseline: a free list threaded through the objects, under a mutex. */
+struct mlist {
+	pthread_mutex_t m;
+	void *head;
+	unsigned char *mem;
+};
+
+static int mlist_init(struct mlist *l, size_t n)
+{
+	pthread_mutex_init(&l->m, NULL);
+	l->mem = aligned_alloc(64, n * OBJ);
+	if (l->mem == NULL)
+		return -1;
+	l->head = NULL;
+	for (size_t i = n; i-- > 0;) {
+		*(void **)(void *)(l->mem + i * OBJ) = l->head;
+		l->head = l->mem + i * OBJ;
+	}
+	return 0;
+}
+
+static inline void *mlist_get(struct mlist *l)
+{
+	void *o;
+
+	pthread_mutex_lock(&l->m);
+	o = l->head;
+	if (o != NULL)
+		l->head = *(void **)o;
+	pthread_mutex_unlock(&l->m);
+	return o;
+}
+
+static inline void mlist_put(struct mlist *l, void *o)
+{
+	pthread_mutex_lock(&l->m);
+	*(void **)o = l->head;
+	l->head = o;
+	pthread_mutex_unlock(&l->m);
+}
+
 struct gp {
-	int impl;		/* 0 jp_pool, 1 jp_pool_tc, 2 jp_alloc, 3 glibc */
+	int impl;
 	jp_pool_t *pool;
+	struct mlist ml;
 	uint64_t ops;
 	pthread_barrier_t start;
 	_Atomic int bad;
@@ -68,13 +118,38 @@ static void *gp_thread(void *arg)
 
 	struct timespec c0, c1;
 
+	jp_pool_local_t *h = g->impl == GP_LOCAL ? jp_pool_local(g->pool) : NULL;
+
+	if (g->impl == GP_LOCAL && h == NULL) {
+		atomic_store(&g->bad, 1);
+		pthread_barrier_wait(&g->start);
+		return NULL;
+	}
 	pthread_barrier_wait(&g->start);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	for (uint64_t i = 0; i < g->ops; i++) {
 		volatile unsigned char *o;
 
 		switch (g->impl) {
-		case 0: case 1:
+		case GP_LOCAL:
+			o = jp_pool_local_get(h);
+			if (o == NULL) {
+				atomic_store(&g->bad, 1);
+				return NULL;
+			}
+			o[0] = (unsigned char)i;
+			jp_pool_local_put(h, (void *)o);
+			break;
+		case GP_MUTEX:
+			o = mlist_get(&g->ml);
+			if (o == NULL) {
+				atomic_store(&g->bad, 1);
+				return NULL;
+			}
+			o[8] = (unsigned char)i;
+			mlist_put(&g->ml, (void *)o);
+			break;
+		case GP_POOL: case GP_TC:
 			o = jp_pool_get(g->pool);
 			if (o == NULL) {
 				atomic_store(&g->bad, 1);
@@ -84,7 +159,7 @@ static void *gp_thread(void *arg)
 			jp_pool_put(g->pool, (void *)o);
 			break;
 #ifdef HAVE_JP_ALLOC
-		case 2:
+		case GP_ALLOC:
 			o = jp_alloc(OBJ);
 			o[0] = (unsigned char)i;
 			jp_free((void *)o);
@@ -103,6 +178,80 @@ static void *gp_thread(void *arg)
 	return NULL;
 }
 
+/* The implementation's number, -77 when it is not built in, -1 unknown. */
+static int impl_of(const char *impl)
+{
+	static const char *const names[] = {
+		[GP_POOL] = "jp_pool", [GP_TC] = "jp_pool_tc", [GP_ALLOC] = "jpsync",
+		[GP_GLIBC] = "glibc", [GP_LOCAL] = "jp_pool_local", [GP_MUTEX] = "mutex_list",
+	};
+
+	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
+		if (strcmp(impl, names[i]) != 0)
+			continue;
+#ifndef HAVE_JP_ALLOC
+		if (i == GP_ALLOC)
+			return -77;
+#endif
+		return i;
+	}
+	return -1;
+}
+
+static int gp_setup(struct gp *g)
+{
+	if (g->impl == GP_POOL || g->impl == GP_TC || g->impl == GP_LOCAL) {
+		g->pool = jp_pool_create(OBJ, 4096, g->impl == GP_POOL ? 0 : JP_POOL_THREAD_CACHE);
+		return g->pool == NULL ? -1 : 0;
+	}
+	if (g->impl == GP_MUTEX)
+		return mlist_init(&g->ml, 4096);
+	return 0;
+}
+
+static void gp_teardown(struct gp *g)
+{
+	if (g->pool != NULL)
+		jp_pool_destroy(g->pool);
+	free(g->ml.mem);
+}
+
+/* N get+put pairs on this thread alone: what callgrind counts. */
+static int pairs(const char *impl, uint64_t n)
+{
+	struct gp g;
+	jp_pool_local_t *h = NULL;
+
+	memset(&g, 0, sizeof g);
+	g.impl = impl_of(impl);
+	if (g.impl < 0)
+		return g.impl == -77 ? 77 : 1;
+	if (gp_setup(&g) != 0)
+		return 1;
+	if (g.impl == GP_LOCAL)
+		h = jp_pool_local(g.pool);
+	/* One loop per implementation, so that only the pair is counted (and
+	 * the loop: 3 instructions). */
+#define PAIRS(get, put) \
+	for (uint64_t i = 0; i < n; i++) { \
+		void *o = get; \
+		__asm__ __volatile__("" : : "r"(o) : "memory"); \
+		put; \
+	}
+	switch (g.impl) {
+	case GP_LOCAL: PAIRS(jp_pool_local_get(h), jp_pool_local_put(h, o)); break;
+	case GP_MUTEX: PAIRS(mlist_get(&g.ml), mlist_put(&g.ml, o)); break;
+	case GP_POOL: case GP_TC: PAIRS(jp_pool_get(g.pool), jp_pool_put(g.pool, o)); break;
+#ifdef HAVE_JP_ALLOC
+	case GP_ALLOC: PAIRS(jp_alloc(OBJ), jp_free(o)); break;
+#endif
+	default: PAIRS(malloc(OBJ), free(o)); break;
+	}
+#undef PAIRS
+	gp_teardown(&g);
+	return 0;
+}
+
 static int getput(const char *impl, unsigned threads, uint64_t ops, double *value)
 {
 	struct gp g;
@@ -111,25 +260,11 @@ static int getput(const char *impl, unsigned threads, uint64_t ops, double *valu
 
 	memset(&g, 0, sizeof g);
 	g.ops = ops;
-	if (!strcmp(impl, "jp_pool"))
-		g.impl = 0;
-	else if (!strcmp(impl, "jp_pool_tc"))
-		g.impl = 1;
-	else if (!strcmp(impl, "jpsync")) {
-#ifdef HAVE_JP_ALLOC
-		g.impl = 2;
-#else
-		return 77;
-#endif
-	} else if (!strcmp(impl, "glibc"))
-		g.impl = 3;
-	else
+	g.impl = impl_of(impl);
+	if (g.impl < 0)
+		return g.impl == -77 ? 77 : 1;
+	if (gp_setup(&g) != 0)
 		return 1;
-	if (g.impl < 2) {
-		g.pool = jp_pool_create(OBJ, 4096, g.impl == 1 ? JP_POOL_THREAD_CACHE : 0);
-		if (g.pool == NULL)
-			return 1;
-	}
 	pthread_barrier_init(&g.start, NULL, threads + 1);
 	for (unsigned i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, gp_thread, &g);
@@ -139,8 +274,7 @@ static int getput(const char *impl, unsigned threads, uint64_t ops, double *valu
 		pthread_join(t[i], NULL);
 	t1 = now_s();
 	(void)t0; (void)t1;
-	if (g.pool != NULL)
-		jp_pool_destroy(g.pool);
+	gp_teardown(&g);
 	if (atomic_load(&g.bad))
 		return 2;
 	/*
@@ -311,9 +445,12 @@ int main(int argc, char **argv)
 	struct rusage ru;
 	int r;
 
+	if (argc == 4 && !strcmp(argv[1], "pairs"))
+		return pairs(argv[2], strtoull(argv[3], NULL, 10));
 	if (argc != 5) {
-		fprintf(stderr, "usage: %s getput jp_pool|jp_pool_tc|jpsync|glibc THREADS OPS\n"
-			"       %s pipeline jpsync|glibc_mutex PAIRS ITEMS\n", argv[0], argv[0]);
+		fprintf(stderr, "usage: %s getput jp_pool|jp_pool_tc|jp_pool_local|jpsync|glibc|mutex_list THREADS OPS\n"
+			"       %s pipeline jpsync|glibc_mutex PAIRS ITEMS\n"
+			"       %s pairs IMPL N\n", argv[0], argv[0], argv[0]);
 		return 1;
 	}
 	if (!strcmp(argv[1], "getput"))

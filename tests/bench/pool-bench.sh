@@ -1,8 +1,10 @@
 #!/bin/sh
 # pool-bench.sh - the driver of pool-bench (see tests/bench/README): pool
-# get/put per thread at 1, 2, 4, 8 threads (jp_pool with and without the
-# thread cache, jp_alloc when built in, glibc malloc/free), and the 3-stage
-# pipeline (pool + jp_spsc against malloc/free + a mutex queue).
+# get/put per thread at 1, 2, 4, 8 threads (jp_pool through the inline
+# jp_pool_local handle, with the thread cache through jp_pool_get/put, and
+# without it; jp_alloc when built in; glibc malloc/free; a free list under
+# a pthread_mutex), the instructions of one get+put pair (callgrind), and
+# the 3-stage pipeline (pool + jp_spsc against malloc/free + a mutex queue).
 set -u
 : "${top_builddir:=.}"
 REPS=${JPSYNC_BENCH_REPS:-5}
@@ -22,7 +24,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 
 gp_impls=""
-for impl in jp_pool_tc jp_pool jpsync glibc; do
+for impl in jp_pool_local jp_pool_tc jp_pool jpsync glibc mutex_list; do
   "$prog" getput "$impl" 1 10 > /dev/null 2>&1
   case $? in
     0) gp_impls="$gp_impls $impl" ;;
@@ -58,29 +60,50 @@ while [ "$rep" -le "$REPS" ]; do
   rep=$((rep + 1))
 done
 
+# One get+put pair on one thread: instructions, by callgrind (with the
+# benchmark's loop, 3 instructions; deterministic, one row stands for all).
+if command -v valgrind >/dev/null 2>&1; then
+  for impl in $gp_impls; do
+    v=$(sh "$top_srcdir/tests/bench/callgrind-per-op.sh" 100000 "$prog" pairs "$impl") || fail=1
+    echo "$name,getput-instructions,1,$impl,1,$v,instructions,lower," >> "$csv"
+  done
+else
+  echo "getput-instructions: valgrind not found, instruction counts skipped" >> "$notes"
+fi
+
+# Medians; the two ratios of issue 15: the handle against glibc, the
+# uncached pool against the mutex-protected free list.
 awk -F, '
 NR == 1 { next }
-$6 != "FAILED" { key = $2 " " $3; v[key SUBSEP $4] = v[key SUBSEP $4] " " $6; if (!(key in seenw)) { seenw[key] = 1; w[nw++] = key } if (!($4 in seeni)) { seeni[$4] = 1; im[ni++] = $4 } }
+$6 != "FAILED" { key = $2 " " $3; v[key SUBSEP $4] = v[key SUBSEP $4] " " $6; better[key] = $8
+  if (!(key in seenw)) { seenw[key] = 1; w[nw++] = key } if (!($4 in seeni)) { seeni[$4] = 1; im[ni++] = $4 } }
 function median(s,   n, a, i, j, t) {
   n = split(s, a, " ")
   for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
+function ratio(a, b, k) { return better[k] == "lower" ? b / a : a / b }
 END {
-  printf "%-12s", "workload thr"; for (i = 0; i < ni; i++) printf " %12s", im[i]; printf " %14s\n", "ours/baseline"
+  printf "%-26s", "workload thr"; for (i = 0; i < ni; i++) printf " %13s", im[i]
+  printf "  %s\n", "ratios (>1: ours better)"
   for (k = 0; k < nw; k++) {
-    printf "%-12s", w[k]; mine = 0; base = 0
+    printf "%-26s", w[k]; delete m
     for (i = 0; i < ni; i++) {
       key = w[k] SUBSEP im[i]
-      if (key in v) { m = median(v[key]); printf " %12.2f", m
-        if (im[i] == "jp_pool_tc" || (im[i] == "jpsync" && w[k] ~ /^pipeline/)) mine = m
-        if (im[i] == "glibc" || im[i] == "glibc_mutex") base = m }
-      else printf " %12s", "-"
+      if (key in v) { m[im[i]] = median(v[key]); printf " %13.2f", m[im[i]] }
+      else printf " %13s", "-"
     }
-    if (base > 0) printf " %13.2fx\n", mine / base; else printf " %14s\n", "-"
+    r = ""
+    if (("jp_pool_local" in m) && ("glibc" in m) && m["glibc"] > 0)
+      r = r sprintf("  local/glibc %.2f", ratio(m["jp_pool_local"], m["glibc"], w[k]))
+    if (("jp_pool" in m) && ("mutex_list" in m) && m["mutex_list"] > 0)
+      r = r sprintf("  pool/mutex_list %.2f", ratio(m["jp_pool"], m["mutex_list"], w[k]))
+    if (("jpsync" in m) && ("glibc_mutex" in m) && m["glibc_mutex"] > 0)
+      r = r sprintf("  jpsync/glibc_mutex %.2f", ratio(m["jpsync"], m["glibc_mutex"], w[k]))
+    print r
   }
-  print "(getput: million get+put pairs per second per thread, jp_pool_tc/glibc;"
-  print " pipeline: million items per second, jpsync/glibc_mutex; medians)"
+  print "(getput: million get+put pairs per second per thread of CPU time; pipeline:"
+  print " million items per second; getput-instructions: per pair, callgrind; medians)"
 }' "$csv"
 [ -s "$notes" ] && cat "$notes"
 exit $fail
