@@ -14,9 +14,10 @@
  * reset cannot be lost: a thread of the next round arrives only after it
  * saw round move, which the serial thread did after the reset.
  *
- * Race detectors: under valgrind each thread publishes on the barrier's
- * address before it arrives and receives from it after it leaves;
- * ThreadSanitizer builds see the acquire/release atomics themselves.
+ * Race detectors: under valgrind, and in a process that runs
+ * ThreadSanitizer (the library need not be instrumented), each thread
+ * publishes on the barrier's address before it arrives and receives from
+ * it after it leaves.
  */
 #include "sync.h"
 #include "park.h"
@@ -83,10 +84,10 @@ JP_EXPORT int jp_barrier_wait(jp_barrier_t *b)
 		return EINVAL;
 	/* relaxed: see jp__sync_mode_get. */
 	if (jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN) &&
-	    (jp__sync_mode_get() & JP_SYNC_VALGRIND)) {
+	    (jp__sync_mode_get() & JP_SYNC_RACE_TOOLS)) {
 		vg = true;
 		JP_BENIGN_RACE(&b->arrived, 3 * sizeof b->arrived, "jp_barrier words, accessed atomically");
-		JP_HB_BEFORE(b);
+		jp__hb_before(b);
 	}
 	/* acquire: pairs with the advance of the round we are leaving. */
 	seen = atomic_load_explicit(word(&b->round), memory_order_acquire);
@@ -104,6 +105,6 @@ JP_EXPORT int jp_barrier_wait(jp_barrier_t *b)
 		wait_round(b, seen);
 	}
 	if (vg)
-		JP_HB_AFTER(b);
+		jp__hb_after(b);
 	return a == count ? JP_BARRIER_SERIAL_THREAD : 0;
 }

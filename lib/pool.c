@@ -506,10 +506,17 @@ JP_EXPORT void jp_pool_destroy(jp_pool_t *p)
 	jp__os_unmap(p, p->meta_bytes);
 }
 
+/* Everything but a thread cache's hit: a pool without a cache first (its
+ * own short path), then the rest.  Out of line, so that the cache's hit
+ * in jp_pool_get saves no registers. */
 static JP_NOINLINE void *get_slow(jp_pool_t *p)
 {
 	struct pool_tc *tc;
+	uint32_t i;
 
+	if (jp_likely(p != NULL && p->plain) &&
+	    jp_likely(pop_one(p, &p->shards[home_shard(p)], &i)))
+		return obj_at(p, i);
 	if (jp_unlikely(p == NULL)) {
 		errno = EINVAL;
 		return NULL;
@@ -536,19 +543,20 @@ JP_EXPORT void *jp_pool_get(jp_pool_t *p)
 			tc->h.top = --t;
 			return *t;
 		}
-	} else if (jp_likely(p != NULL && p->plain)) {
-		uint32_t i;
-
-		if (jp_likely(pop_one(p, &p->shards[home_shard(p)], &i)))
-			return obj_at(p, i);
 	}
 	return get_slow(p);
 }
 
+/* Everything but a thread cache's hit, as get_slow. */
 static JP_NOINLINE void put_slow(jp_pool_t *p, void *obj)
 {
 	struct pool_tc *tc;
 
+	if (jp_likely(p != NULL && p->plain && obj != NULL)) {
+		check_range(p, obj);
+		shared_put(p, obj);
+		return;
+	}
 	if (jp_unlikely(p == NULL || obj == NULL))
 		return;
 	check_put(p, obj);
@@ -573,10 +581,6 @@ JP_EXPORT void jp_pool_put(jp_pool_t *p, void *obj)
 			tc->h.top = t + 1;
 			return;
 		}
-	} else if (jp_likely(p != NULL && p->plain && obj != NULL)) {
-		check_range(p, obj);
-		shared_put(p, obj);
-		return;
 	}
 	put_slow(p, obj);
 }

@@ -62,9 +62,12 @@
  * are accessed atomically) and the happens-before client requests go on
  * two addresses: a writer's unlock publishes on &rin (to readers and to the
  * next writer), a reader's unlock on &rout (to the next writer), so readers
- * are not ordered with each other.  ThreadSanitizer builds tell TSan about
- * every lock and unlock, with the read flag for readers.  Lock-order
- * checking (lockdep.c) records read and write acquisitions.
+ * are not ordered with each other.  In a process that runs
+ * ThreadSanitizer (whether or not the library is instrumented: sync.h's
+ * mode), every lock and unlock is told to TSan as a mutex's, with the read
+ * flag for readers.  Lock-order checking (lockdep.c) records read and
+ * write acquisitions.  All of it is on the branch the fast paths take when
+ * the mode is not PLAIN.
  */
 #include "sync.h"
 #include "park.h"
@@ -73,13 +76,6 @@
 
 #include <errno.h>
 #include <limits.h>
-
-#ifdef JP_TSAN
-# include <sanitizer/tsan_interface.h>
-# define TSAN(call) call
-#else
-# define TSAN(call) ((void)0)
-#endif
 
 #define RPARK	0x1u
 #define PRES	0x2u
@@ -325,12 +321,10 @@ static int wr_lock(jp_rwlock_t *rw, const struct timespec *deadline)
 	return 0;
 }
 
-/* ---- the checked slow branch (valgrind, lockdep) ------------------------- */
+/* ---- the checked branch: valgrind, ThreadSanitizer, lockdep ------------ */
 
-static void vg_words(jp_rwlock_t *rw)
-{
-	JP_BENIGN_RACE(&rw->rin, 4 * sizeof rw->rin, "jp_rwlock words, accessed atomically");
-}
+/* ThreadSanitizer's flag for a read lock (<sanitizer/tsan_interface.h>). */
+#define JP_TSAN_READ_LOCK (1u << 3)
 
 static inline bool checked(void)
 {
@@ -338,40 +332,42 @@ static inline bool checked(void)
 	return jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN);
 }
 
-static JP_NOINLINE void before(jp_rwlock_t *rw, int kind, void *pc)
+static void vg_words(jp_rwlock_t *rw)
+{
+	JP_BENIGN_RACE(&rw->rin, 4 * sizeof rw->rin, "jp_rwlock words, accessed atomically");
+}
+
+/*
+ * Before an attempt of kind JP__LD_READ or _WRITE; tsan: the TSan flags
+ * (read, try); may_block: an attempt that can wait, which lockdep orders.
+ */
+static JP_NOINLINE void before(jp_rwlock_t *rw, int kind, unsigned tsan, bool may_block, void *pc)
 {
 	int mode = jp__sync_mode_get();
 
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_pre_lock(rw, tsan);
 	if (mode & JP_SYNC_VALGRIND)
 		vg_words(rw);
-	if (mode & JP_SYNC_LOCKDEP)
+	if ((mode & JP_SYNC_LOCKDEP) && may_block)
 		jp__lockdep_before_lock(rw, kind, pc);
 }
 
-static JP_NOINLINE void acquired(jp_rwlock_t *rw, int kind, void *pc)
+/* After the attempt, which returned r. */
+static JP_NOINLINE void after(jp_rwlock_t *rw, int kind, unsigned tsan, int r, void *pc)
 {
 	int mode = jp__sync_mode_get();
 
-	if (mode & JP_SYNC_VALGRIND) {
+	if (r == 0 && (mode & JP_SYNC_VALGRIND)) {
 		vg_words(rw);
 		JP_HB_AFTER(&rw->rin);
 		if (kind == JP__LD_WRITE)
 			JP_HB_AFTER(&rw->rout);
 	}
-	if (mode & JP_SYNC_LOCKDEP)
+	if (r == 0 && (mode & JP_SYNC_LOCKDEP))
 		jp__lockdep_acquired(rw, kind, pc);
-}
-
-static JP_NOINLINE void releasing(jp_rwlock_t *rw, int kind, void *pc)
-{
-	int mode = jp__sync_mode_get();
-
-	if (mode & JP_SYNC_LOCKDEP)
-		jp__lockdep_release(rw, kind, pc);
-	if (mode & JP_SYNC_VALGRIND) {
-		vg_words(rw);
-		JP_HB_BEFORE(kind == JP__LD_WRITE ? (void *)&rw->rin : (void *)&rw->rout);
-	}
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_post_lock(rw, tsan | (r == 0 ? 0 : JP_TSAN_TRY_LOCK_FAILED), 0);
 }
 
 /* ---- public --------------------------------------------------------------- */
@@ -385,35 +381,32 @@ JP_EXPORT void jp_rwlock_init(jp_rwlock_t *rw)
 	atomic_store_explicit(wticket_of(rw), 0, memory_order_relaxed);
 	for (unsigned i = 0; i < JP_ARRAY_SIZE(rw->reserved); i++)
 		rw->reserved[i] = 0;
-	TSAN(__tsan_mutex_create(rw, 0));
+	if (jp__sync_mode_get() & JP_SYNC_TSAN)
+		__tsan_mutex_create(rw, 0);
 }
 
 JP_EXPORT void jp_rwlock_destroy(jp_rwlock_t *rw)
 {
-	if (jp__sync_mode_get() & JP_SYNC_LOCKDEP)
+	int mode = jp__sync_mode_get();
+
+	if (mode & JP_SYNC_LOCKDEP)
 		jp__lockdep_destroy(rw);
-	TSAN(__tsan_mutex_destroy(rw, 0));
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_destroy(rw, 0);
 }
 
-/* A read lock with the checks and annotations (and under TSan). */
-static JP_NOINLINE int rdlock(jp_rwlock_t *rw, const struct timespec *deadline, void *pc)
+/* A read lock with the checks and annotations. */
+static JP_NOINLINE int rdlock_checked(jp_rwlock_t *rw, const struct timespec *deadline, void *pc)
 {
-	bool chk = checked();
+	unsigned tsan = JP_TSAN_READ_LOCK | (deadline != NULL ? JP_TSAN_TRY_LOCK : 0);
 	uint32_t v, out;
 	int r = 0;
 
-	TSAN(__tsan_mutex_pre_lock(rw, __tsan_mutex_read_lock |
-				   (deadline != NULL ? __tsan_mutex_try_lock : 0)));
-	if (chk)
-		before(rw, JP__LD_READ, pc);
+	before(rw, JP__LD_READ, tsan, true, pc);
 	v = rd_arrive(rw, &out);
 	if (jp_unlikely((v & PRES) || too_many(v, out)))
 		r = rd_arrived(rw, v, out, deadline);
-	if (r == 0 && chk)
-		acquired(rw, JP__LD_READ, pc);
-	TSAN(__tsan_mutex_post_lock(rw, __tsan_mutex_read_lock |
-				    (deadline != NULL ? __tsan_mutex_try_lock : 0) |
-				    (r == 0 ? 0 : __tsan_mutex_try_lock_failed), 0));
+	after(rw, JP__LD_READ, tsan, r, pc);
 	return r;
 }
 
@@ -421,11 +414,10 @@ static JP_NOINLINE int rdlock(jp_rwlock_t *rw, const struct timespec *deadline, 
  * The common read lock, kept small: no writer present, checks off.  One
  * atomic addition and a load of the same cache line.
  */
-static inline __attribute__((always_inline)) int rdlock_fast(jp_rwlock_t *rw,
-							       const struct timespec *deadline,
-							       void *pc)
+static inline __attribute__((always_inline)) int rdlock(jp_rwlock_t *rw,
+							  const struct timespec *deadline,
+							  void *pc)
 {
-#ifndef JP_TSAN
 	if (jp_likely(!checked())) {
 		uint32_t out, v = rd_arrive(rw, &out);
 
@@ -433,64 +425,63 @@ static inline __attribute__((always_inline)) int rdlock_fast(jp_rwlock_t *rw,
 			return 0;
 		return rd_arrived(rw, v, out, deadline);
 	}
-#endif
-	return rdlock(rw, deadline, pc);
+	return rdlock_checked(rw, deadline, pc);
 }
 
 JP_EXPORT int jp_rwlock_rdlock(jp_rwlock_t *rw)
 {
-	return rdlock_fast(rw, NULL, __builtin_return_address(0));
+	return rdlock(rw, NULL, __builtin_return_address(0));
 }
 
 JP_EXPORT int jp_rwlock_timedrdlock(jp_rwlock_t *rw, const struct timespec *deadline)
 {
 	if (jp__deadline_check(deadline) != 0)
 		return EINVAL;
-	return rdlock_fast(rw, deadline, __builtin_return_address(0));
+	return rdlock(rw, deadline, __builtin_return_address(0));
 }
 
-JP_EXPORT int jp_rwlock_tryrdlock(jp_rwlock_t *rw)
+static int try_rd(jp_rwlock_t *rw)
 {
 	_Atomic uint32_t *rin = rin_of(rw);
 	/* relaxed: the compare-exchange decides. */
 	uint32_t v = atomic_load_explicit(rin, memory_order_relaxed), out;
-	int r = 0;
 
-	TSAN(__tsan_mutex_pre_lock(rw, __tsan_mutex_read_lock | __tsan_mutex_try_lock));
 	for (;;) {
-		if (v & PRES) {
-			r = EBUSY;
-			break;
-		}
+		if (v & PRES)
+			return EBUSY;
 		/* relaxed: as in rd_arrive. */
 		out = atomic_load_explicit(rout_of(rw), memory_order_relaxed);
-		if (too_many(v, out)) {
-			r = EAGAIN;
-			break;
-		}
+		if (too_many(v, out))
+			return EAGAIN;
 		/* acquire: as rd_arrive. */
 		if (atomic_compare_exchange_weak_explicit(rin, &v, v + RINC, memory_order_acquire,
 							  memory_order_relaxed))
-			break;
+			return 0;
 	}
-	if (r == 0 && checked())
-		acquired(rw, JP__LD_READ, __builtin_return_address(0));
-	TSAN(__tsan_mutex_post_lock(rw, __tsan_mutex_read_lock | __tsan_mutex_try_lock |
-				    (r == 0 ? 0 : __tsan_mutex_try_lock_failed), 0));
+}
+
+JP_EXPORT int jp_rwlock_tryrdlock(jp_rwlock_t *rw)
+{
+	unsigned tsan = JP_TSAN_READ_LOCK | JP_TSAN_TRY_LOCK;
+	int r;
+
+	if (jp_likely(!checked()))
+		return try_rd(rw);
+	before(rw, JP__LD_READ, tsan, false, __builtin_return_address(0));
+	r = try_rd(rw);
+	after(rw, JP__LD_READ, tsan, r, __builtin_return_address(0));
 	return r;
 }
 
 JP_EXPORT void jp_rwlock_wrlock(jp_rwlock_t *rw)
 {
-	bool chk = checked();
-
-	TSAN(__tsan_mutex_pre_lock(rw, 0));
-	if (chk)
-		before(rw, JP__LD_WRITE, __builtin_return_address(0));
+	if (jp_likely(!checked())) {
+		wr_lock(rw, NULL);
+		return;
+	}
+	before(rw, JP__LD_WRITE, 0, true, __builtin_return_address(0));
 	wr_lock(rw, NULL);
-	if (chk)
-		acquired(rw, JP__LD_WRITE, __builtin_return_address(0));
-	TSAN(__tsan_mutex_post_lock(rw, 0, 0));
+	after(rw, JP__LD_WRITE, 0, 0, __builtin_return_address(0));
 }
 
 JP_EXPORT int jp_rwlock_timedwrlock(jp_rwlock_t *rw, const struct timespec *deadline)
@@ -499,54 +490,63 @@ JP_EXPORT int jp_rwlock_timedwrlock(jp_rwlock_t *rw, const struct timespec *dead
 
 	if (jp__deadline_check(deadline) != 0)
 		return EINVAL;
-	TSAN(__tsan_mutex_pre_lock(rw, __tsan_mutex_try_lock));
-	if (checked())
-		before(rw, JP__LD_WRITE, __builtin_return_address(0));
+	if (jp_likely(!checked()))
+		return wr_lock(rw, deadline);
+	before(rw, JP__LD_WRITE, JP_TSAN_TRY_LOCK, true, __builtin_return_address(0));
 	r = wr_lock(rw, deadline);
-	if (r == 0 && checked())
-		acquired(rw, JP__LD_WRITE, __builtin_return_address(0));
-	TSAN(__tsan_mutex_post_lock(rw, __tsan_mutex_try_lock |
-				    (r == 0 ? 0 : __tsan_mutex_try_lock_failed), 0));
+	after(rw, JP__LD_WRITE, JP_TSAN_TRY_LOCK, r, __builtin_return_address(0));
 	return r;
+}
+
+static int try_wr(jp_rwlock_t *rw)
+{
+	uint32_t ticket;
+
+	if (!jp__mutex_word_trylock(wlock_of(rw)))
+		return EBUSY;
+	ticket = wr_announce(rw);
+	/* acquire: as in wr_lock. */
+	if ((atomic_load_explicit(rout_of(rw), memory_order_acquire) & COUNT) != ticket) {
+		wr_release(rw);		/* readers are in: back out */
+		return EBUSY;
+	}
+	/* relaxed: as in wr_lock. */
+	atomic_store_explicit(wticket_of(rw), ticket | WHOLD, memory_order_relaxed);
+	return 0;
 }
 
 JP_EXPORT int jp_rwlock_trywrlock(jp_rwlock_t *rw)
 {
-	uint32_t ticket;
-	int r = 0;
+	int r;
 
-	TSAN(__tsan_mutex_pre_lock(rw, __tsan_mutex_try_lock));
-	if (!jp__mutex_word_trylock(wlock_of(rw))) {
-		r = EBUSY;
-	} else {
-		ticket = wr_announce(rw);
-		/* acquire: as in wr_lock. */
-		if ((atomic_load_explicit(rout_of(rw), memory_order_acquire) & COUNT) != ticket) {
-			wr_release(rw);		/* readers are in: back out */
-			r = EBUSY;
-		} else {
-			/* relaxed: as in wr_lock. */
-			atomic_store_explicit(wticket_of(rw), ticket | WHOLD, memory_order_relaxed);
-		}
-	}
-	if (r == 0 && checked())
-		acquired(rw, JP__LD_WRITE, __builtin_return_address(0));
-	TSAN(__tsan_mutex_post_lock(rw, __tsan_mutex_try_lock |
-				    (r == 0 ? 0 : __tsan_mutex_try_lock_failed), 0));
+	if (jp_likely(!checked()))
+		return try_wr(rw);
+	before(rw, JP__LD_WRITE, JP_TSAN_TRY_LOCK, false, __builtin_return_address(0));
+	r = try_wr(rw);
+	after(rw, JP__LD_WRITE, JP_TSAN_TRY_LOCK, r, __builtin_return_address(0));
 	return r;
 }
 
-/* Unlock with the checks and annotations (and under TSan). */
+/* Unlock with the checks and annotations. */
 static JP_NOINLINE void unlock_checked(jp_rwlock_t *rw, bool writer, void *pc)
 {
-	TSAN(__tsan_mutex_pre_unlock(rw, writer ? 0 : __tsan_mutex_read_lock));
-	if (checked())
-		releasing(rw, writer ? JP__LD_WRITE : JP__LD_READ, pc);
+	int mode = jp__sync_mode_get();
+	int kind = writer ? JP__LD_WRITE : JP__LD_READ;
+
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_pre_unlock(rw, writer ? 0 : JP_TSAN_READ_LOCK);
+	if (mode & JP_SYNC_LOCKDEP)
+		jp__lockdep_release(rw, kind, pc);
+	if (mode & JP_SYNC_VALGRIND) {
+		vg_words(rw);
+		JP_HB_BEFORE(writer ? (void *)&rw->rin : (void *)&rw->rout);
+	}
 	if (writer)
 		wr_release(rw);
 	else
 		rd_depart(rw);
-	TSAN(__tsan_mutex_post_unlock(rw, writer ? 0 : __tsan_mutex_read_lock));
+	if (mode & JP_SYNC_TSAN)
+		__tsan_mutex_post_unlock(rw, writer ? 0 : JP_TSAN_READ_LOCK);
 }
 
 JP_EXPORT void jp_rwlock_unlock(jp_rwlock_t *rw)
@@ -558,7 +558,6 @@ JP_EXPORT void jp_rwlock_unlock(jp_rwlock_t *rw)
 	 */
 	bool writer = atomic_load_explicit(wticket_of(rw), memory_order_relaxed) & WHOLD;
 
-#ifndef JP_TSAN
 	if (jp_likely(!checked())) {
 		if (writer)
 			wr_release(rw);
@@ -566,6 +565,5 @@ JP_EXPORT void jp_rwlock_unlock(jp_rwlock_t *rw)
 			rd_depart(rw);
 		return;
 	}
-#endif
 	unlock_checked(rw, writer, __builtin_return_address(0));
 }

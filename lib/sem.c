@@ -14,10 +14,11 @@
  * Overflow: the count never exceeds JP_SEM_VALUE_MAX; a post that finds
  * it there returns EOVERFLOW and changes nothing.
  *
- * Race detectors: under valgrind a post publishes on the semaphore's
- * address and a successful wait receives from it (helgrind and drd do not
- * see atomics as synchronisation); ThreadSanitizer builds see the
- * release/acquire atomics themselves.
+ * Race detectors: under valgrind, and in a process that runs
+ * ThreadSanitizer (the library need not be instrumented), a post publishes
+ * on the semaphore's address and a successful wait receives from it:
+ * helgrind and drd do not see atomics as synchronisation, and TSan does
+ * not see an uninstrumented library's.
  */
 #include "sync.h"
 #include "park.h"
@@ -40,11 +41,12 @@ static inline _Atomic uint32_t *waiters_of(jp_sem_t *s)
 	return (_Atomic uint32_t *)(void *)&s->waiters;
 }
 
-static inline bool valgrind_mode(void)
+/* Under helgrind, drd or ThreadSanitizer (sync.h's mode). */
+static inline bool race_tools(void)
 {
 	/* relaxed: see jp__sync_mode_get; PLAIN is the only fast answer. */
 	return jp_unlikely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) != JP_SYNC_PLAIN) &&
-	       (jp__sync_mode_get() & JP_SYNC_VALGRIND);
+	       (jp__sync_mode_get() & JP_SYNC_RACE_TOOLS);
 }
 
 static inline void vg_words(jp_sem_t *s)
@@ -95,7 +97,7 @@ static JP_NOINLINE int wait_slow(jp_sem_t *s, const struct timespec *deadline)
 
 static inline int sem_wait(jp_sem_t *s, const struct timespec *deadline)
 {
-	bool vg = valgrind_mode();
+	bool vg = race_tools();
 	int r = 0;
 
 	if (vg)
@@ -103,7 +105,7 @@ static inline int sem_wait(jp_sem_t *s, const struct timespec *deadline)
 	if (!take(value_of(s)))
 		r = wait_slow(s, deadline);
 	if (r == 0 && vg)
-		JP_HB_AFTER(s);
+		jp__hb_after(s);
 	return r;
 }
 
@@ -129,9 +131,9 @@ JP_EXPORT int jp_sem_post(jp_sem_t *s)
 	/* relaxed: the compare-exchange decides. */
 	uint32_t c = atomic_load_explicit(v, memory_order_relaxed);
 
-	if (valgrind_mode()) {
+	if (race_tools()) {
 		vg_words(s);
-		JP_HB_BEFORE(s);
+		jp__hb_before(s);
 	}
 	do {
 		if (c >= JP_SEM_VALUE_MAX)
@@ -151,14 +153,14 @@ JP_EXPORT void jp_sem_wait(jp_sem_t *s)
 
 JP_EXPORT int jp_sem_trywait(jp_sem_t *s)
 {
-	bool vg = valgrind_mode();
+	bool vg = race_tools();
 
 	if (vg)
 		vg_words(s);
 	if (!take(value_of(s)))
 		return EAGAIN;
 	if (vg)
-		JP_HB_AFTER(s);
+		jp__hb_after(s);
 	return 0;
 }
 

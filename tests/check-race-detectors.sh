@@ -80,6 +80,27 @@ for p in race-counter race-rwlock; do
       expect clean ThreadSanitizer "$tmp/$p.l.tsan" $rc 'WARNING: ThreadSanitizer'
       ran=1
     fi
+    # The same program linked to the library as built (not instrumented
+    # in a plain build): the library tells TSan at run time.
+    case "${SANITIZERS:-no}" in *address*) ;; *)
+      for v in racy locked; do
+        d=""; [ $v = locked ] && d=-DLOCKED
+        # shellcheck disable=SC2086
+        if $CC -std=gnu11 -O1 -g -pthread -fsanitize=thread $d -I$top_srcdir/include \
+             -I$top_builddir/include -o "$tmp/$p-$v-lib" "$prog" -L"$top_builddir/lib/.libs" \
+             -ljpsync 2> "$tmp/$p-$v-lib.cc"; then
+          LD_LIBRARY_PATH=$top_builddir/lib/.libs TSAN_OPTIONS="exitcode=66 halt_on_error=0" \
+            "$tmp/$p-$v-lib" > "$tmp/$p.$v.lib" 2>&1; rc=$?
+          if [ $v = racy ]; then
+            expect racy "ThreadSanitizer (with the library as built)" "$tmp/$p.$v.lib" $rc 'ThreadSanitizer: data race'
+          else
+            expect clean "ThreadSanitizer (with the library as built)" "$tmp/$p.$v.lib" $rc 'WARNING: ThreadSanitizer'
+          fi
+        else
+          echo "FAIL: cannot build $p-$v-lib:"; cat "$tmp/$p-$v-lib.cc"; fail=1
+        fi
+      done ;;
+    esac
   else
     echo "note: $CC cannot build and run -fsanitize=thread programs, TSan part skipped"
   fi
