@@ -15,6 +15,15 @@
  * bins are off, so the fast paths always fall through): the test of
  * jp__ag.check is on the generic paths only.
  *
+ * ThreadSanitizer: in a process that runs it with this library not
+ * instrumented (jp__ag.tsan) the bins are off as under memcheck, so every
+ * call reaches the generic paths, and there a block's free is announced as
+ * happening before its next allocation (tsan_put, tsan_got): the two may
+ * be on different threads, and TSan sees neither the allocator's lock nor
+ * its lists.  Per block, so that the program's own races stay visible.
+ * (A library built with -fsanitize=thread is seen whole and keeps its
+ * caches.)
+ *
  * Double free: a freed block's second word holds jp__ag.key, a random
  * per-process value, and jp_alloc clears it when it hands the block out.
  * A free that finds the key confirms by looking for the block in the
@@ -25,6 +34,20 @@
 
 #include <errno.h>
 #include <string.h>
+
+/* See the top: a block's free happens before its next allocation. */
+static inline void *tsan_got(void *p)
+{
+	if (jp_unlikely(jp__ag.tsan) && p != NULL)
+		__tsan_acquire(p);
+	return p;
+}
+
+static inline void tsan_put(void *p)
+{
+	if (jp_unlikely(jp__ag.tsan))
+		__tsan_release(p);
+}
 
 static struct jp_heap *heap(void)
 {
@@ -44,7 +67,7 @@ static void *small_alloc(uint32_t cls)
 
 	if (h == NULL)
 		return NULL;
-	p = jp__class_alloc(h, cls);
+	p = tsan_got(jp__class_alloc(h, cls));
 	if (p != NULL && jp__ag.vg) {
 		JP_VG_MALLOCLIKE(p, jp__classes[cls].bsize, 0);
 		/* Word 1 (zero now) is read by every free for the
@@ -61,8 +84,8 @@ static void *huge_alloc(size_t size, size_t align, bool zero)
 
 	jp__alloc_ready();
 	if (jp__ag.check)
-		return jp__check_alloc(size, align, zero);
-	p = jp__huge_alloc(size, align, zero);
+		return tsan_got(jp__check_alloc(size, align, zero));
+	p = tsan_got(jp__huge_alloc(size, align, zero));
 	if (p != NULL && jp__ag.vg)
 		JP_VG_MALLOCLIKE(p, jp__huge_of(p)->usable, 1);
 	return p;
@@ -74,7 +97,7 @@ static JP_NOINLINE void *alloc_generic(size_t size)
 	if (size <= JP_MAX_SMALL) {
 		jp__alloc_ready();
 		if (jp__ag.check)
-			return jp__check_alloc(size, 16, false);
+			return tsan_got(jp__check_alloc(size, 16, false));
 		return small_alloc(jp__size_class(size));
 	}
 	return huge_alloc(size, 0, false);
@@ -129,7 +152,7 @@ JP_EXPORT void *jp_alloc_aligned(size_t alignment, size_t size)
 		return jp_alloc(size);
 	jp__alloc_ready();
 	if (jp__ag.check)
-		return jp__check_alloc(size, alignment, false);
+		return tsan_got(jp__check_alloc(size, alignment, false));
 	if (alignment <= JP_SLICE_SIZE && size <= JP_MAX_SMALL) {
 		cls = jp__aligned_class(size, alignment);
 		if (cls < JP_NCLASSES)
@@ -170,6 +193,7 @@ static JP_NOINLINE void free_generic(void *p)
 
 	if (p == NULL)
 		return;
+	tsan_put(p);
 	if (jp__ag.check) {
 		jp__check_free(p);
 		return;
@@ -293,8 +317,10 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		errno = saved;
 		return NULL;
 	}
-	if (jp__ag.check)
-		return jp__check_realloc(ptr, size);
+	if (jp__ag.check) {
+		tsan_put(ptr);
+		return tsan_got(jp__check_realloc(ptr, size));
+	}
 	old = usable(ptr, "invalid realloc");
 	if (jp__reg_get((uintptr_t)ptr) == JP_REG_SMALL) {
 		/* In place while the block is not more than twice too big. */
@@ -318,9 +344,10 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 
 		if (size <= old && size > old / 2)
 			return ptr;
+		tsan_put(ptr);
 		q = jp__huge_realloc(hg, size);
 		if (q != NULL)
-			return q;
+			return tsan_got(q);
 		if (size > ((size_t)1 << 46)) {
 			errno = ENOMEM;
 			return NULL;

@@ -51,7 +51,12 @@ void jp__alloc_init_slow(void)
 		jp__lock_annotate = JP_ON_VALGRIND();
 		jp__ag.vg = on_memcheck();
 		jp__ag.check = o->check && !jp__ag.vg;
-		jp__ag.nocache = jp__ag.vg || jp__ag.check;
+		/* A library built with -fsanitize=thread needs none of it:
+		 * TSan sees its lock and lists. */
+#ifndef JP_TSAN
+		jp__ag.tsan = jp__tsan_on();
+#endif
+		jp__ag.nocache = jp__ag.vg || jp__ag.check || jp__ag.tsan;
 		jp__ag.cache_n = o->cache_n;
 		jp__ag.cache_bytes = o->cache_bytes;
 		jp__ag.mag_size = o->mag_size;
@@ -72,4 +77,17 @@ void jp__alloc_init_slow(void)
 	/* Phase 1 above allocates nothing, so this is another thread. */
 	while (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
 		jp_cpu_relax();
+}
+
+/*
+ * Under helgrind and drd, start the allocator at load time, in the thread
+ * that loads the library, before any thread of the program exists: the
+ * tools do not see the atomics by which two threads that allocate first at
+ * the same moment agree on who sets it up, and reported the tables as
+ * raced.  Natively nothing changes: the first allocation starts it.
+ */
+__attribute__((constructor)) static void alloc_init_under_valgrind(void)
+{
+	if (JP_ON_VALGRIND())
+		jp__alloc_ready();
 }

@@ -71,9 +71,10 @@ enum {
 
 struct jp_alloc_globals {
 	uintptr_t key;			/* double-free key */
-	uint8_t nocache;		/* valgrind or check: caches of 0 */
+	uint8_t nocache;		/* memcheck, check or TSan: caches of 0 */
 	uint8_t check;			/* JPSYNC_CHECK */
 	uint8_t vg;			/* running on memcheck */
+	uint8_t tsan;			/* TSan runs, this library not built for it */
 	uint64_t mag_size;
 	uint64_t cache_n;
 	uint64_t cache_bytes;		/* all threads' bins may grow by this */

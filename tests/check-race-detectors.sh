@@ -114,8 +114,8 @@ done
 # distribution's package; it must report no correct program and every
 # racy one.  helgrind and drd: the same programs, built plain.
 libdir=$top_builddir/lib/.libs
-correct="workqueue spsc mpsc mpmc pool arena epoch wait rounds"
-racy="racy-counter racy-queue"
+correct="workqueue spsc mpsc mpmc pool arena epoch wait rounds alloc"
+racy="racy-counter racy-queue racy-alloc"
 rp="$top_srcdir/tests/race-programs.c"
 rpinc="-I$top_srcdir/include -I$top_builddir/include"
 run_programs() { # tool prog-binary run-prefix...

@@ -17,7 +17,7 @@
  * others wrote in the round before), alloc (jp_alloc blocks freed on
  * another thread and reused by a third).  Racy: racy-counter (plain++
  * under jp_hammer), racy-queue (a producer writes a message after pushing
- * it).  N scales the work (default 1000 items).  Exit 0 when the program
+ * it), racy-alloc (two threads write one jp_alloc block).  N scales the work (default 1000 items).  Exit 0 when the program
  * computed the right answer.
  */
 #include <jpsync.h>
@@ -595,6 +595,29 @@ static int run_racy_queue(void)
 	return 0;
 }
 
+static long *racy_block;
+
+static void *racy_writer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 100; i++)
+		racy_block[i % 8] = i;	/* races with main's writes */
+	return NULL;
+}
+
+static int run_racy_alloc(void)
+{
+	pthread_t t;
+
+	racy_block = jp_alloc(8 * sizeof *racy_block);
+	start(&t, racy_writer, NULL);
+	for (int i = 0; i < 100; i++)
+		racy_block[i % 8] = -i;
+	pthread_join(t, NULL);
+	jp_free(racy_block);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(void);
@@ -603,7 +626,7 @@ static const struct {
 	{ "mpmc", run_mpmc }, { "pool", run_pool }, { "arena", run_arena },
 	{ "epoch", run_epoch }, { "wait", run_wait }, { "rounds", run_rounds },
 	{ "alloc", run_alloc }, { "racy-counter", run_racy_counter },
-	{ "racy-queue", run_racy_queue },
+	{ "racy-queue", run_racy_queue }, { "racy-alloc", run_racy_alloc },
 };
 
 int main(int argc, char **argv)
