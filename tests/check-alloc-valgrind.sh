@@ -14,6 +14,10 @@ esac
 # Under make check-valgrind (VALGRIND set), or already under valgrind: the
 # plain make check runs this once; nothing to add.
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: run by make check"; exit 77; fi
+# A cross build: valgrind here is the build machine's, for its architecture.
+if [ "${JP_FOREIGN:-no}" = yes ]; then
+	echo "SKIP: ${JP_HOST:-cross} build: valgrind runs on the native build only"; exit 77
+fi
 case "${LD_PRELOAD:-}" in *vgpreload*) exit 77;; esac
 if ! grep -q '^#define HAVE_VALGRIND_MEMCHECK_H 1' "$top_builddir/config.h" 2>/dev/null; then
 	echo "built without <valgrind/memcheck.h>: skip"; exit 77

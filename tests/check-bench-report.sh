@@ -10,6 +10,9 @@
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: shell plumbing, nothing for valgrind to check"; exit 77; fi
+if [ "${JP_FOREIGN:-no}" = yes ]; then
+  echo "SKIP: ${JP_HOST:-cross} build: the report runs the benchmark drivers natively (checked on the native build)"; exit 77
+fi
 if ! command -v gnuplot >/dev/null 2>&1; then
   echo "SKIP: gnuplot is not installed (scripts/install-deps.sh --bench installs gnuplot-nox)"
   exit 77

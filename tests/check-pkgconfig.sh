@@ -30,11 +30,16 @@ PROG
 # shellcheck disable=SC2086
 $CC ${SANITIZER_CFLAGS:-} -o "$tmp/prog" "$tmp/prog.c" $flags -Wl,-rpath,"$libdir" ||
   { echo "FAIL: compile with pkg-config flags"; exit 1; }
-out=$(env -u LD_LIBRARY_PATH "$tmp/prog")
+# A cross build's program runs under its emulator (tests/target-exec.sh),
+# and the loader's own list (LD_TRACE_LOADED_OBJECTS, what ldd prints)
+# says where libjpsync.so.1 came from.
+if [ -n "${JP_EMULATOR:-}" ]; then tx="sh $top_srcdir/tests/target-exec.sh"; else tx=env; fi
+out=$(env -u LD_LIBRARY_PATH $tx "$tmp/prog")
 [ "$out" = "$ver 1" ] || { echo "FAIL: program printed '$out', expected '$ver 1'"; exit 1; }
 # The program must have resolved libjpsync.so.1 from the installed tree.
-ldd "$tmp/prog" | grep -q "$libdir/libjpsync.so.1" ||
-  { echo "FAIL: not linked against the installed library"; ldd "$tmp/prog"; exit 1; }
+loaded=$(env -u LD_LIBRARY_PATH $tx LD_TRACE_LOADED_OBJECTS=1 "$tmp/prog")
+echo "$loaded" | grep -q "$libdir/libjpsync.so.1" ||
+  { echo "FAIL: not linked against the installed library"; echo "$loaded"; exit 1; }
 page=$(find "$dest" -path '*/man3/jp_hammer.3' | head -n1)
 [ -n "$page" ] || { echo "FAIL: jp_hammer.3 not installed"; exit 1; }
 mandir=$(dirname "$(dirname "$page")")

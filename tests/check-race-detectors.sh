@@ -11,6 +11,9 @@
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: runs the detectors itself"; exit 77; fi
+if [ "${JP_FOREIGN:-no}" = yes ]; then
+  echo "SKIP: ${JP_HOST:-cross} build: valgrind and TSan run on the native build only"; exit 77
+fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 srcs=""
 for f in mutex.c cond.c wait.c park.c lockdep.c os.c options.c rwlock.c sem.c barrier.c; do srcs="$srcs $top_srcdir/lib/$f"; done

@@ -13,6 +13,25 @@ module="$top_builddir/shim/.libs/libjpsync-preload.so"
 
 fail() { echo "FAIL: $*"; exit 1; }
 
+# tx [NAME=VALUE]... PROGRAM [ARG]...: start a program of the built
+# architecture: env(1) natively, tests/target-exec.sh (qemu-user) in an
+# emulated cross build.
+if [ -n "${JP_EMULATOR:-}" ]; then
+  tx="sh $top_srcdir/tests/target-exec.sh"
+else
+  tx=env
+fi
+
+# foreign: the build machine's own programs (sh, cat, perl) are of another
+# architecture than this build ($JP_HOST), so the module cannot be loaded
+# into them, and an emulated program cannot exec another (no binfmt_misc).
+foreign() { [ "${JP_FOREIGN:-no}" = yes ]; }
+foreign_why="the build machine's programs are not ${JP_HOST:-of this build}'s: the module cannot be preloaded into them"
+
+# $run_module [NAME=VALUE]... PROGRAM [ARG]...: PROGRAM (of the built
+# architecture) on the module, as jpsync-run starts it (tests/run-module.sh).
+run_module="sh $top_srcdir/tests/run-module.sh"
+
 sanitized() {
   case "${SANITIZERS:-no}" in no|"") return 1 ;; *) return 0 ;; esac
 }

@@ -285,9 +285,12 @@ int main(void)
 		/* Both reserve far more address space than the 256 MiB limit. */
 		jp_test_unregister(hammer_tests, test_thread_start_failure,
 				   "sanitizers, valgrind: it needs a 256 MiB RLIMIT_AS");
-	if (jp_test_on_valgrind() || jp_test_sanitized())
+	else if (jp_test_emulated())
+		jp_test_unregister(hammer_tests, test_thread_start_failure,
+				   "qemu-user: RLIMIT_AS bounds the emulator's own reservations");
+	if (jp_test_on_valgrind() || jp_test_sanitized() || jp_test_emulated())
 		jp_test_unregister(hammer_tests, test_start_skew,
-				   "valgrind, sanitizers: the bound is for native code, they run threads one at a time or slowly");
+				   "valgrind, sanitizers, qemu-user: the bound is for native code, they run threads one at a time or slowly");
 	else if (jp_hw_threads() < 2)
 		jp_test_unregister(hammer_tests, test_start_skew,
 				   "one CPU: two threads cannot run at once");

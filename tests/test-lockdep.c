@@ -117,7 +117,7 @@ static void child_exec_env(void *arg)
 	(void)arg;
 	setenv("JPSYNC_LOCKDEP", "1", 1);
 	/* The path valgrind reports for /proc/self/exe: the program, not valgrind. */
-	execl(self_path, "test-lockdep", "--inversion", (char *)NULL);
+	jp_test_execv(self_path, (char *[]){ "test-lockdep", "--inversion", NULL });
 	fprintf(stderr, "exec failed\n");
 }
 

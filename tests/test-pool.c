@@ -548,7 +548,7 @@ static const char *self_path;
 static void exec_checked(void *arg)
 {
 	setenv("JPSYNC_CHECK", "1", 1);
-	execl(self_path, self_path, (const char *)arg, (char *)NULL);
+	jp_test_execv(self_path, (char *[]){ (char *)self_path, (char *)arg, NULL });
 	_exit(99);
 }
 

@@ -28,19 +28,30 @@ check() {
   fi
 }
 
+# ($run_module: jpsync-run, or under emulation qemu -E LD_PRELOAD=... with
+# what jpsync-run would set; see tests/run-module.sh.)
+# Under qemu-user two cases fail with glibc's own malloc as well, so they
+# say nothing about the module there: they are left out by name (and run
+# natively and on i386).
 for c in names errors libc trim fork-signal fork-stdio threads; do
-  check "$c" "$run" "$prog" "$c"
+  if [ -n "${JP_EMULATOR:-}" ]; then
+    case $c in
+      fork-signal) echo "not run here (qemu-user deadlocks on fork() in a signal handler, glibc's malloc too): $c"; continue ;;
+      threads) echo "not run here (qemu-user: RSS grows by the emulator's ~280 KiB per thread, glibc's malloc too): $c"; continue ;;
+    esac
+  fi
+  check "$c" $run_module "$prog" "$c"
 done
 
 # The module after a library that wraps malloc with dlsym(RTLD_NEXT) (as
 # tracing tools do): that library's malloc is the program's, ours is next.
-preload=$("$run" --print-env | sed -n 's/^LD_PRELOAD=//p')
+preload=$($tx "$run" --print-env | sed -n 's/^LD_PRELOAD=//p')
 [ -n "$preload" ] || fail "jpsync-run --print-env printed no LD_PRELOAD"
-check hook env LD_PRELOAD="$hook:$preload" "$prog" hook
+check hook $tx LD_PRELOAD="$hook:$preload" "$prog" hook
 # The same library already in LD_PRELOAD: jpsync-run puts the module first.
-check hook-after env LD_PRELOAD="$hook" "$run" "$prog" hook-after
+check hook-after $run_module LD_PRELOAD="$hook" "$prog" hook-after
 
 # No module here: a program that did not link libjpsync dlopens a library
 # that did.
-check dlopen "$prog" dlopen "$dltest"
+check dlopen $tx "$prog" dlopen "$dltest"
 exit $status

@@ -10,7 +10,7 @@ skip_if_no_preload
 prog="$top_builddir/tests/test-preload-cxx"
 [ -x "$prog" ] || fail "$prog not built"
 for opt in "" --check; do
-  timeout -k 5 120 "$run" $opt "$prog"; rc=$?
+  timeout -k 5 120 $run_module $opt "$prog"; rc=$?
   case $rc in
     0) ;;
     124|137) fail "jpsync-run $opt: no answer within 120s (deadlock?)" ;;

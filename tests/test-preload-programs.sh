@@ -12,6 +12,7 @@
 set -u
 . "${top_srcdir:-.}/tests/preload-common.sh"
 skip_if_no_preload
+if foreign; then echo "SKIP: $foreign_why"; exit 77; fi
 make_tmp
 limit=${JPSYNC_PRELOAD_TIMEOUT:-300}
 status=0 ran=0

@@ -1,6 +1,8 @@
 /* testutil.c - shared helpers of the CUnit suites (see testutil.h). */
 #include "testutil.h"
 
+#define JP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +123,54 @@ bool jp_test_on_memcheck(void)
 # endif
 #endif
 
+/* tests/target-exec.sh sets JP_TEST_EMULATOR in the emulated program's
+ * environment (a cross build's make check under qemu-user). */
+bool jp_test_emulated(void)
+{
+	const char *e = getenv("JP_TEST_EMULATOR");
+
+	return e != NULL && *e != '\0';
+}
+
+/*
+ * Under qemu-user without binfmt_misc, the kernel cannot run a program of
+ * the emulated architecture: exec the emulator on it instead (the same
+ * command tests/target-exec.sh used, from JP_TEST_EMULATOR; the variables
+ * it set with -E are in this environment and reach the new program).
+ */
+int jp_test_execv(const char *path, char *const argv[])
+{
+	const char *emu = getenv("JP_TEST_EMULATOR");
+	char self[4096], cmd[1024], *words[16], *args[64];
+	size_t n = 0, a = 0;
+
+	if (emu == NULL || *emu == '\0')
+		return execv(path, argv);
+	if (strcmp(path, "/proc/self/exe") == 0) {
+		/* qemu answers readlink with the emulated program's path; an
+		 * exec of /proc/self/exe would start the emulator itself. */
+		ssize_t len = readlink(path, self, sizeof self - 1);
+
+		if (len <= 0)
+			return -1;
+		self[len] = '\0';
+		path = self;
+	}
+	snprintf(cmd, sizeof cmd, "%s", emu);
+	for (char *w = strtok(cmd, " "); w != NULL && n < JP_ARRAY_LEN(words);
+	     w = strtok(NULL, " "))
+		words[n++] = w;
+	if (n == 0)
+		return execv(path, argv);
+	for (size_t i = 0; i < n; i++)
+		args[a++] = words[i];
+	args[a++] = (char *)path;
+	for (size_t i = 1; argv[0] != NULL && argv[i] != NULL && a < JP_ARRAY_LEN(args) - 1; i++)
+		args[a++] = argv[i];
+	args[a] = NULL;
+	return execv(words[0], args);
+}
+
 bool jp_test_sanitized(void)
 {
 #if defined(TEST_TSAN) || defined(TEST_ASAN)
@@ -137,6 +187,26 @@ bool jp_test_tsan(void)
 #else
 	return false;
 #endif
+}
+
+/* qemu-user's own report of the emulated program's fatal signal
+ * ("qemu: uncaught target signal 6 (Aborted) - core dumped") is the
+ * emulator's, not the program's: take it out of what the child wrote. */
+static void strip_emulator_lines(char *err)
+{
+	static const char tag[] = "qemu: uncaught target signal ";
+	char *line = err;
+
+	while ((line = strstr(line, tag)) != NULL) {
+		char *end = strchr(line, '\n');
+
+		if (line != err && line[-1] != '\n') {
+			line += sizeof tag - 1;
+			continue;
+		}
+		end = end != NULL ? end + 1 : line + strlen(line);
+		memmove(line, end, strlen(end) + 1);
+	}
 }
 
 int jp_test_child(void (*fn)(void *), void *arg, struct jp_child_result *res)
@@ -185,6 +255,8 @@ int jp_test_child(void (*fn)(void *), void *arg, struct jp_child_result *res)
 	}
 	res->err[got] = '\0';
 	close(fds[0]);
+	if (jp_test_emulated())
+		strip_emulator_lines(res->err);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(st)) {

@@ -39,6 +39,13 @@ bool jp_test_on_memcheck(void);
 bool jp_test_sanitized(void);
 /* True in a -fsanitize=thread build. */
 bool jp_test_tsan(void);
+/* True when run under an emulator (qemu-user, a cross build's make check):
+ * it cannot exec a program of the emulated architecture (no binfmt_misc),
+ * and the emulator's own address space and threads are the process's. */
+bool jp_test_emulated(void);
+/* execv(path, argv), through the emulator when emulated (path may be
+ * /proc/self/exe).  Returns only on failure, -1 with errno. */
+int jp_test_execv(const char *path, char *const argv[]);
 
 struct jp_child_result {
 	int exited;		/* 1 if it exited, then status is the exit code */
