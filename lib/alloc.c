@@ -290,7 +290,7 @@ JP_EXPORT size_t jp_good_size(size_t size)
 
 	if (size <= JP_MAX_SMALL)
 		return jp__class_size(jp__size_class(size));
-	if (size > ((size_t)1 << 46))
+	if (size > JP_ALLOC_MAX)
 		return 0;
 	return (size + page - 1) & ~(page - 1);
 }
@@ -348,7 +348,7 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		q = jp__huge_realloc(hg, size);
 		if (q != NULL)
 			return tsan_got(q);
-		if (size > ((size_t)1 << 46)) {
+		if (size > JP_ALLOC_MAX) {
 			errno = ENOMEM;
 			return NULL;
 		}

@@ -166,6 +166,16 @@ extern struct jp_span jp__no_span;
 extern struct jp__lock jp__seg_lock;
 void jp__segment_init(void);
 void jp__reg_set(uintptr_t a, uint8_t v);
+/* jp__os_map_aligned, for memory the registry describes: a mapping
+ * (partly) above 2^JP_VA_BITS is unmapped again and gives ENOMEM. */
+int jp__map_registered(void **p, size_t size, size_t align);
+
+/* Whether every 4 MiB chunk of [a, a + len) has a registry byte. */
+static inline bool jp__reg_covers(uintptr_t a, size_t len)
+{
+	return len != 0 && a <= UINTPTR_MAX - (len - 1) &&
+	       ((a + (len - 1)) >> JP_SEG_SHIFT) < JP_REG_N;
+}
 /* Under a class lock; NULL when there is no room (and !may_map) or no
  * memory. */
 struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map);

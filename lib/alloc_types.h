@@ -23,8 +23,8 @@
  *            are spread over the shards so that threads refilling and
  *            flushing the same class do not all queue on one lock.  (Not
  *            the public jp_arena, a bump allocator.)
- *   registry one byte per 4 MiB chunk of the 47-bit address space saying
- *            what starts there; it lets free() reject a pointer that is not
+ *   registry one byte per 4 MiB chunk of the user address space
+ *            (JP_VA_BITS) saying what starts there; it lets free() reject a pointer that is not
  *            ours before dereferencing anything (segment.c).
  */
 #ifndef JP_ALLOC_TYPES_H
@@ -50,11 +50,37 @@
 #define JP_SLICE_SIZE	((size_t)1 << JP_SLICE_SHIFT)		/* 64 KiB */
 #define JP_NSLICES	(JP_SEG_SIZE / JP_SLICE_SIZE)		/* 64 */
 #define JP_SPAN_MAX_SLICES 16
-#define JP_HUGE_HDR	4096	/* the header page before a huge block */
+/* The header before a huge block: 4 KiB, whatever the page size (with
+ * bigger pages the block starts inside the mapping's first page). */
+#define JP_HUGE_HDR	((size_t)4 << 10)
 
-/* The registry covers user space of 47 bits: 2^25 chunks of 4 MiB. */
-#define JP_REG_BITS	(47 - JP_SEG_SHIFT)
+/*
+ * JP_VA_BITS: the user address width of the target, as far as mappings
+ * made without an address hint go (the allocator gives none): the kernel
+ * places those below 2^47 on x86-64 (5-level paging only above a hint),
+ * ppc64 (128 TiB) and riscv64 (sv48), below 2^48 on arm64 (52 bits only
+ * above a hint) and below 2^42 on s390x (room to 47 here, for no more
+ * cost: the registry's pages are touched only where mappings are).  Other
+ * 64-bit targets get 48; 32-bit targets the whole space.  The registry has
+ * one byte per 4 MiB chunk below that: 1 KiB on 32-bit, 32 MiB at 47 bits,
+ * 64 MiB at 48, of which only the pages for addresses in use are touched.
+ * A mapping the kernel places above is given back, ENOMEM
+ * (jp__map_registered): never a registry write out of bounds.
+ */
+#if UINTPTR_MAX <= 0xffffffffu
+# define JP_VA_BITS	32
+#elif defined(__x86_64__) || defined(__powerpc64__) || defined(__s390x__) || \
+	(defined(__riscv) && __riscv_xlen == 64)
+# define JP_VA_BITS	47
+#else
+# define JP_VA_BITS	48
+#endif
+#define JP_REG_BITS	(JP_VA_BITS - JP_SEG_SHIFT)
 #define JP_REG_N	((size_t)1 << JP_REG_BITS)
+/* The largest request: under half the address space (PTRDIFF_MAX on
+ * 32-bit targets, as glibc; 64 TiB at 47 bits), a size the kernel could
+ * never map anyway. */
+#define JP_ALLOC_MAX	(((size_t)1 << (JP_VA_BITS - 1)) - 1)
 enum {
 	JP_REG_NONE = 0,
 	JP_REG_SMALL = 1,	/* a segment of spans starts here */

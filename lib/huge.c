@@ -214,7 +214,7 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	char *base, *user;
 	void *p;
 
-	if (size > SIZE_MAX - off - page || off + size > ((size_t)1 << 46)) {
+	if (size > SIZE_MAX - off - page || off + size > JP_ALLOC_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -228,7 +228,7 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 			hcache_shed(p, res, total);
 	} else {
 		jp__segment_purge_before_map();
-		if (jp__os_map_aligned(&p, total, map_align) != 0) {
+		if (jp__map_registered(&p, total, map_align) != 0) {
 			errno = ENOMEM;
 			return NULL;
 		}
@@ -347,7 +347,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	size_t total, cur, old = h->map_size, csize, cres;
 	void *dest;
 
-	if (size > SIZE_MAX - off - page || off + size > ((size_t)1 << 46)) {
+	if (size > SIZE_MAX - off - page || off + size > JP_ALLOC_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -364,7 +364,9 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 		return jp__huge_user(h);
 	}
 	if (jp__os_resize(h->base, old, total) == 0) {
-		atomic_fetch_add_explicit(&jp__ag.huge_bytes, total - old, memory_order_relaxed);
+		/* In uint64_t: a shrink is a negative delta, modulo 2^64, not 2^32. */
+		atomic_fetch_add_explicit(&jp__ag.huge_bytes, (uint64_t)total - old,
+					  memory_order_relaxed);
 		if (total > old)
 			jp__mapped_add(total - old);
 		else
@@ -380,7 +382,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	if (dest != NULL) {
 		hcache_shed(dest, cres, total);
 	} else {
-		if (jp__os_map_aligned(&dest, total, JP_SEG_SIZE) != 0)
+		if (jp__map_registered(&dest, total, JP_SEG_SIZE) != 0)
 			return NULL;
 		csize = total;
 		jp__mapped_add(total);
@@ -396,7 +398,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	h = dest;
 	h->base = dest;
 	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
-	atomic_fetch_add_explicit(&jp__ag.huge_bytes, csize - old, memory_order_relaxed);
+	atomic_fetch_add_explicit(&jp__ag.huge_bytes, (uint64_t)csize - old, memory_order_relaxed);
 	h->map_size = csize;
 	h->usable = total - off;
 	return jp__huge_user(h);

@@ -32,6 +32,12 @@
 
 #define JP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Whether the size_t x is above 2^k (0 < k < 64) on every size_t width:
+ * (size_t)1 << 40 is undefined where size_t has 32 bits, and a uint64_t
+ * compare draws -Wtype-limits there. */
+#define JP_SIZE_ABOVE_POW2(x, k) \
+	((x) != 0 && (((size_t)(x) - 1) >> ((k) / 2) >> ((k) - (k) / 2)) != 0)
+
 /* A processor hint for spin loops. */
 static inline void jp_cpu_relax(void)
 {

@@ -210,7 +210,7 @@ size_t jp__os_page_size(void)
 unsigned jp__os_cpu_count(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 && n < (long)UINT_MAX ? (unsigned)n : 0;
+	return n > 0 && (unsigned long)n < UINT_MAX ? (unsigned)n : 0;
 }
 
 /* ---- environment, randomness, output ------------------------------------ */

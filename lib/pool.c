@@ -417,7 +417,8 @@ JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned f
 	void *m;
 
 	if (obj_size == 0 || capacity == 0 || capacity > ((size_t)1 << 31) ||
-	    obj_size > ((size_t)1 << 40) || (flags & ~JP_POOL_THREAD_CACHE)) {
+	    JP_SIZE_ABOVE_POW2(obj_size, 40) || obj_size > SIZE_MAX / 4 ||
+	    (flags & ~JP_POOL_THREAD_CACHE)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -91,9 +91,10 @@ void *jp__qmap(size_t hdr, size_t capacity, size_t elem_size,
 	void *m;
 	int r;
 
-	/* Positions are 63-bit; keep the capacity far below that. */
-	if (capacity == 0 || elem_size == 0 || capacity > ((size_t)1 << 40) ||
-	    elem_size > SIZE_MAX / 4) {
+	/* Positions are 63-bit; keep the capacity far below that, and where
+	 * size_t has 32 bits, low enough to round up to a power of two. */
+	if (capacity == 0 || elem_size == 0 || JP_SIZE_ABOVE_POW2(capacity, 40) ||
+	    capacity > SIZE_MAX / 2 + 1 || elem_size > SIZE_MAX / 4) {
 		errno = EINVAL;
 		return NULL;
 	}

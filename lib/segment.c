@@ -23,8 +23,8 @@
  * above the largest class: huge.c.)
  *
  * Every segment and huge block is entered in the registry (one byte per
- * 4 MiB of address space, a 32 MiB zero-filled array of which only the
- * pages for addresses in use are ever touched), so that free() can tell our
+ * 4 MiB of address space below 2^JP_VA_BITS, a zero-filled array of which
+ * only the pages for addresses in use are ever touched), so that free() can tell our
  * pointers from others without dereferencing them.
  */
 #include "alloc_internal.h"
@@ -65,6 +65,20 @@ void jp__reg_set(uintptr_t a, uint8_t v)
 	__atomic_store_n(&jp__registry[a >> JP_SEG_SHIFT], v, __ATOMIC_RELAXED);
 }
 
+int jp__map_registered(void **p, size_t size, size_t align)
+{
+	void *m;
+
+	if (jp__os_map_aligned(&m, size, align) != 0)
+		return ENOMEM;
+	if (!jp__reg_covers((uintptr_t)m, size)) {
+		jp__os_unmap(m, size);
+		return ENOMEM;
+	}
+	*p = m;
+	return 0;
+}
+
 void jp__mapped_add(size_t n)
 {
 	/* relaxed: statistics only. */
@@ -92,7 +106,7 @@ static struct jp_segment *segment_new(void)
 	struct jp_segment *seg;
 	void *p;
 
-	if (jp__os_map_aligned(&p, JP_SEG_SIZE, JP_SEG_SIZE) != 0)
+	if (jp__map_registered(&p, JP_SEG_SIZE, JP_SEG_SIZE) != 0)
 		return NULL;
 	jp__mapped_add(JP_SEG_SIZE);
 	seg = p;

@@ -311,7 +311,7 @@ static void test_overflow_enomem(void)
 	CU_ASSERT_PTR_NULL(jp_calloc(SIZE_MAX / 2, 3));
 	CU_ASSERT_EQUAL(errno, ENOMEM);
 	errno = 0;
-	CU_ASSERT_PTR_NULL(jp_calloc((size_t)1 << 33, (size_t)1 << 33));
+	CU_ASSERT_PTR_NULL(jp_calloc(JP_TEST_BIG(33), JP_TEST_BIG(33)));
 	CU_ASSERT_EQUAL(errno, ENOMEM);
 	errno = 0;
 	CU_ASSERT_PTR_NULL(jp_reallocarray(p, SIZE_MAX / 4, 8));
@@ -327,8 +327,7 @@ static void test_overflow_enomem(void)
 static void test_too_large_enomem(void)
 {
 	static const size_t big[] = {
-		SIZE_MAX, SIZE_MAX - 4096, SIZE_MAX / 2, (size_t)1 << 60,
-		(size_t)1 << 50,
+		SIZE_MAX, SIZE_MAX - 4096, SIZE_MAX / 2 + 1, JP_TEST_BIG(60), JP_TEST_BIG(50),
 	};
 	void *p = jp_alloc(100);
 

@@ -49,7 +49,7 @@ static void test_full_and_reset(void)
 	errno = 0;
 	CU_ASSERT_PTR_NULL(jp_arena_alloc(a, SIZE_MAX, 1));
 	CU_ASSERT_EQUAL(errno, ENOMEM);
-	CU_ASSERT_PTR_NULL(jp_arena_alloc(a, 1, (size_t)1 << 62));
+	CU_ASSERT_PTR_NULL(jp_arena_alloc(a, 1, JP_TEST_BIG(62)));
 	jp_arena_reset(a);
 	CU_ASSERT_PTR_EQUAL(jp_arena_alloc(a, 100, 8), first);
 	jp_arena_destroy(a);

@@ -361,7 +361,7 @@ static void case_errors(void)
 		      p == (void *)&p ? "untouched" : "changed");
 	}
 	EXPECT_NOMEM(calloc(opaque(SIZE_MAX / 2), 3));
-	EXPECT_NOMEM(__libc_calloc(opaque((size_t)1 << 33), (size_t)1 << 33));
+	EXPECT_NOMEM(__libc_calloc(opaque(SIZE_MAX / 4 + 1), 8));
 	EXPECT_NOMEM(reallocarray(NULL, opaque(SIZE_MAX / 2), 3));
 
 	/* Alignments: aligned_alloc refuses a non-power of two (C17),
@@ -373,7 +373,8 @@ static void case_errors(void)
 	EXPECT_EINVAL(memalign(opaque(SIZE_MAX), 16));
 	p = NULL;
 	CHECK(posix_memalign(&p, 3, 16) == EINVAL && p == NULL, "posix_memalign align 3");
-	CHECK(posix_memalign(&p, 4, 16) == EINVAL && p == NULL, "posix_memalign align 4");
+	CHECK(posix_memalign(&p, sizeof(void *) / 2, 16) == EINVAL && p == NULL,
+	      "posix_memalign align sizeof(void *) / 2");
 	CHECK(posix_memalign(&p, 0, 16) == EINVAL && p == NULL, "posix_memalign align 0");
 	CHECK(posix_memalign(&p, 24, 16) == EINVAL && p == NULL, "posix_memalign align 24");
 	/* Every power of two below sizeof(void *) (glibc: EINVAL too), while

@@ -137,11 +137,11 @@ int main()
 	Page *np = new (std::nothrow) Page;
 	CHECK(from_jp(np, sizeof *np) && aligned_to(np, 4096), "new (nothrow) alignas(4096)");
 	delete np;
-	const size_t huge = SIZE_MAX / 4;	/* no machine maps this */
+	const size_t huge = SIZE_MAX / 4 * 3;	/* no machine maps this, 32-bit ones neither */
 	void *fail = ::operator new(huge, std::nothrow);
-	CHECK(fail == nullptr, "nothrow new of SIZE_MAX/4 returns NULL");
+	CHECK(fail == nullptr, "nothrow new of 3/4 of SIZE_MAX returns NULL");
 	fail = ::operator new[](huge, std::align_val_t(64), std::nothrow);
-	CHECK(fail == nullptr, "aligned nothrow new[] of SIZE_MAX/4 returns NULL");
+	CHECK(fail == nullptr, "aligned nothrow new[] of 3/4 of SIZE_MAX returns NULL");
 
 	/* failure: std::bad_alloc, after the new_handler loop */
 	bool threw = false;
@@ -151,7 +151,7 @@ int main()
 	} catch (const std::bad_alloc &) {
 		threw = true;
 	}
-	CHECK(threw, "new of SIZE_MAX/4 throws std::bad_alloc");
+	CHECK(threw, "new of 3/4 of SIZE_MAX throws std::bad_alloc");
 	std::set_new_handler(give_up_handler);
 	threw = false;
 	try {

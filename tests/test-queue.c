@@ -125,7 +125,7 @@ static void test_bad_arguments(void)
 		CU_ASSERT_PTR_NULL(o->create(8, SIZE_MAX));
 		CU_ASSERT_EQUAL(errno, EINVAL);
 		errno = 0;
-		CU_ASSERT_PTR_NULL(o->create((size_t)1 << 40, (size_t)1 << 40));
+		CU_ASSERT_PTR_NULL(o->create(JP_TEST_BIG(40), JP_TEST_BIG(40)));
 		CU_ASSERT_EQUAL(errno, EINVAL);
 		CU_ASSERT_EQUAL(o->try_push(NULL, &v), EINVAL);
 		CU_ASSERT_EQUAL(o->try_pop(NULL, &v), EINVAL);
@@ -167,13 +167,16 @@ static void huge_child(void *arg)
 		void *q;
 
 		errno = 0;
-		q = o->create((size_t)1 << shifts[i], sizeof(long));
+		q = o->create(JP_TEST_BIG(shifts[i]), sizeof(long));
 		t0 = now_s() - t0;
 		fprintf(stderr, "%s 2^%u: %s (errno %d), %.3f ms, RSS +%ld KiB\n", o->name,
 			shifts[i], q ? "created" : "NULL", errno, t0 * 1e3, jp_test_rss_kb() - rss);
 		if (t0 > 1.0 || jp_test_rss_kb() - rss > 64 * 1024)
 			_exit(10 + (int)i);
-		if (q == NULL && errno != ENOMEM)
+		/* Where size_t has 32 bits, 2^30 slots of 8 bytes and more
+		 * cannot be represented: EINVAL, as the page says. */
+		if (q == NULL && errno != ENOMEM &&
+		    !(errno == EINVAL && sizeof(size_t) < 8 && shifts[i] >= 30))
 			_exit(20 + (int)i);
 		if (shifts[i] == 40 && q != NULL)
 			_exit(30);

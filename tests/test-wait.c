@@ -68,13 +68,17 @@ static void *wait_thread(void *arg)
 	struct waiter *w = arg;
 	struct timespec d;
 	uint64_t old = w->old;
+	/* The expected value as an object of the waited size (on a big-endian
+	 * target a uint64_t's first bytes are its high ones). */
+	_Alignas(8) unsigned char expected[8];
 	int r;
 
+	store(expected, w->size, old);
 	atomic_store(&w->started, 1);
 	if (w->timeout_ms)
 		jp_test_deadline_ms(&d, w->timeout_ms);
 	do {
-		r = jp_wait(w->addr, &old, w->size, w->timeout_ms ? &d : NULL);
+		r = jp_wait(w->addr, expected, w->size, w->timeout_ms ? &d : NULL);
 	} while (r == 0 && load(w->addr, w->size) == old);
 	w->result = r;
 	w->seen = load(w->addr, w->size);
@@ -134,15 +138,16 @@ static void test_timeout(void)
 static void test_changed_before_wait(void)
 {
 	static _Alignas(8) unsigned char obj[16];
-	uint64_t expected = 5;
+	_Alignas(8) unsigned char expected[8];
 
 	for (unsigned i = 0; i < 4; i++) {
 		uint64_t t0 = now_ns();
 
 		memset(obj, 0, sizeof obj);
 		store(obj, sizes[i], 6);
+		store(expected, sizes[i], 5);
 		jp_notify_one(obj);	/* nobody waits: the notify is not stored */
-		CU_ASSERT_EQUAL(jp_wait(obj, &expected, sizes[i], NULL), 0);
+		CU_ASSERT_EQUAL(jp_wait(obj, expected, sizes[i], NULL), 0);
 		CU_ASSERT(now_ns() - t0 < 1000000000u);
 	}
 }
@@ -298,8 +303,14 @@ static void turn_body(void *ctx, unsigned thread, uint64_t iter)
 	uint64_t mask = t->size == 8 ? ~0ull : (1ull << (8 * t->size)) - 1;
 
 	mine &= mask;
-	while ((cur = load(t->obj, t->size)) != mine)
-		jp_wait(t->obj, &cur, t->size, NULL);
+	while ((cur = load(t->obj, t->size)) != mine) {
+		/* expected is an object of the waited size, not a uint64_t:
+		 * its first bytes are the high ones on a big-endian target. */
+		_Alignas(8) unsigned char expected[8];
+
+		store(expected, t->size, cur);
+		jp_wait(t->obj, expected, t->size, NULL);
+	}
 	/* relaxed: counted, checked after the join */
 	atomic_fetch_add_explicit(&t->passes, 1, memory_order_relaxed);
 	store(t->obj, t->size, (mine + 1) & mask);

@@ -27,6 +27,11 @@ int jp_test_run(CU_SuiteInfo *suites);
  * Returns false, printing nothing, if no case runs fn. */
 bool jp_test_unregister(CU_TestInfo *tests, CU_TestFunc fn, const char *why);
 
+/* 2^k as a size_t, or SIZE_MAX where size_t is narrower (32-bit targets):
+ * a size too large on every width, without an undefined shift. */
+#define JP_TEST_BIG(k) \
+	((size_t)((UINT64_C(1) << (k)) > SIZE_MAX ? SIZE_MAX : (UINT64_C(1) << (k))))
+
 double jp_test_scale(void);
 /* n scaled by JPSYNC_TEST_SCALE, at least min_n. */
 uint64_t jp_test_scaled(uint64_t n, uint64_t min_n);
