@@ -15,7 +15,7 @@ pkg-config libcunit1-dev valgrind abigail-tools mandoc man-db clang
 libclang-rt-dev g++ git python3 perl xz-utils"
 bench_pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev
 libck-dev gnuplot-nox"
-pkg_pkgs="debhelper dh-autoreconf devscripts lintian rpm rpmlint fakeroot
+pkg_pkgs="debhelper dh-autoreconf devscripts lintian rpm rpmlint fakeroot valgrind-if-available
 autopkgtest"
 
 # Cross builds: Debian's cross toolchains (crossbuild-essential-i386 has

@@ -23,6 +23,15 @@ for page in man*/*.[0-9]; do
     echo "FAIL: mandoc -Tlint $page:"; cat "$tmp/lint"; fail=1
   fi
 done
+# The pages made at build time (jpsync-run.1, from its .in with the
+# configured pkglibdir): linted as built, no @VARIABLE@ left.
+for page in "$top_builddir"/man/man1/jpsync-run.1; do
+  [ -f "$page" ] || { echo "FAIL: $page not built"; fail=1; continue; }
+  if ! "$MANDOC" -Tlint -W warning "$page" > "$tmp/lint" 2>&1 || [ -s "$tmp/lint" ]; then
+    echo "FAIL: mandoc -Tlint $page:"; cat "$tmp/lint"; fail=1
+  fi
+  if grep -n '@[a-z_]*@' "$page"; then echo "FAIL: $page has unsubstituted names"; fail=1; fi
+done
 # The sections style.md asks for (practical subset): every page has NAME,
 # SYNOPSIS, DESCRIPTION and SEE ALSO; a man3 page also LIBRARY and RETURN
 # VALUES.  (mandoc -Tlint above already checks their order.)

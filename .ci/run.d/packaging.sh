@@ -1,8 +1,13 @@
 #!/bin/bash
-# packaging (issue 6): build the Debian packages from a scratch copy of the
-# tree, lint them, install them, run the autopkgtest scripts against them,
-# check that the man pages render from them, remove them; then build the
-# RPMs from the `make dist` tarball and check where their files land.
+# packaging (issues 6, 16): build the Debian source and binary packages,
+# 3.0 (quilt) with the `make dist` tarball as the orig and the tree's
+# debian/ as the Debian part, lint them (lintian --pedantic -I -E: no
+# error, warning or info tag that is not overridden with its reason),
+# install them, run the autopkgtest tests against them, check that the man
+# pages render from them, remove them; then build the RPMs from the same
+# tarball with rpmbuild -ta, %check included, check where their files land
+# and that none has an RPATH or RUNPATH, and rpmlint them (rpm/README lists
+# the findings that come from building on Debian).
 # Run by .ci/run from the repository root after the standard checks, with
 # build/ configured and built (another build folder: JPSYNC_BUILD_DIR).
 set -euo pipefail
@@ -33,31 +38,55 @@ cleanup() {
 trap cleanup EXIT
 
 # ---------------------------------------------------------------------------
-# Debian.  The scratch copy holds what git tracks plus untracked files that
-# are not ignored, as in the working tree: the repository is not touched.
-say "copy the tree to $tmp/src"
+# The release tarball: the orig of the Debian source package and what
+# rpmbuild -ta builds from.
+say "make dist"
+make -C "$builddir" -s dist-gzip > "$tmp/dist.log" 2>&1 || { cat "$tmp/dist.log"; die "make dist"; }
+version=$(sed -n 's/^PACKAGE_VERSION = //p' "$builddir/Makefile")
+mv "$builddir/jpsync-$version.tar.gz" "$tmp/"
+tarball=$tmp/jpsync-$version.tar.gz
+if tar -tzf "$tarball" | grep -E '^[^/]+/(\.ci|debian)/'; then
+  die "the release tarball carries CI scripts or debian/"
+fi
+echo "ok: jpsync-$version.tar.gz carries neither .ci/ nor debian/"
+
+# ---------------------------------------------------------------------------
+# Debian: jpsync_VERSION.orig.tar.gz is the tarball; debian/ is the tree's
+# (what git tracks, plus untracked files that are not ignored).
+debver=$(dpkg-parsechangelog -l debian/changelog -S Version)
+case $debver in "$version"-*) ;; *) die "debian/changelog is $debver, not $version-N" ;; esac
+say "jpsync_$version.orig.tar.gz + debian/ -> jpsync-$version"
+cp "$tarball" "$tmp/jpsync_$version.orig.tar.gz"
 mkdir "$tmp/src"
-git ls-files -z --cached --others --exclude-standard |
+tar -xzf "$tarball" -C "$tmp/src" --strip-components=1
+git ls-files -z --cached --others --exclude-standard debian |
   while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   tar --null -T - -cf - | tar -x -C "$tmp/src"
 
 # nocheck: make check already ran in .ci/run's earlier steps on this same
-# tree; running it again inside dh_auto_test would only cost minutes.  (A
-# plain `dpkg-buildpackage -us -uc -b` runs it.)
-say "dpkg-buildpackage -us -uc -b (DEB_BUILD_OPTIONS=nocheck)"
+# tree and architecture, and the autopkgtest below runs the public suites
+# against the installed packages.  (A plain `dpkg-buildpackage -us -uc`
+# runs it in dh_auto_test.)
+say "dpkg-buildpackage -us -uc (source and binaries; DEB_BUILD_OPTIONS=nocheck)"
 if ! (cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
-        dpkg-buildpackage -us -uc -b) > "$tmp/deb-build.log" 2>&1; then
+        dpkg-buildpackage -us -uc) > "$tmp/deb-build.log" 2>&1; then
   tail -n 80 "$tmp/deb-build.log"; die "dpkg-buildpackage"
 fi
+grep -E '^dpkg-source: info: (building|using)' "$tmp/deb-build.log" || true
 changes=$(ls "$tmp"/jpsync_*.changes)
 debs=$(sed -n '/^Files:/,/^[^ ]/s/^ .* \([^ ]*\.deb\)$/\1/p' "$changes")
 echo "$debs"
+ls "$tmp"/jpsync_*.dsc "$tmp"/jpsync_*.debian.tar.* >/dev/null || die "no source package"
 
-say "lintian -I --pedantic (fails on errors and warnings)"
+# The source package and the binaries; pedantic and experimental tags
+# shown, errors, warnings and info tags fatal (each accepted one carries an
+# override with its reason in debian/*lintian-overrides).
+say "lintian --pedantic -I -E (source and binaries; fails on error, warning, info)"
 st=0
-lintian -I --pedantic --fail-on error,warning "$changes" > "$tmp/lintian.log" 2>&1 || st=$?
+lintian --pedantic -I -E --show-overrides --fail-on error,warning,info "$changes" \
+  > "$tmp/lintian.log" 2>&1 || st=$?
 grep -v 'running with root privileges' "$tmp/lintian.log" || true
-[ $st -eq 0 ] || die "lintian reports errors or warnings (exit $st)"
+[ $st -eq 0 ] || die "lintian reports errors, warnings or info tags (exit $st)"
 
 # What each package must contain (the .install files use wildcards; this
 # checks that they matched).
@@ -98,7 +127,8 @@ say "autopkgtest scripts (debian/tests), run directly"
 for t in $(sed -n 's/^Tests: *//p' debian/tests/control); do
   echo "== debian/tests/$t"
   mkdir "$tmp/ap-$t"
-  (cd "$tmp" && AUTOPKGTEST_TMP="$tmp/ap-$t" "$top/debian/tests/$t") ||
+  # As autopkgtest runs them: from the top of the unpacked source package.
+  (cd "$tmp/src" && AUTOPKGTEST_TMP="$tmp/ap-$t" "debian/tests/$t") ||
     die "autopkgtest $t"
 done
 
@@ -120,7 +150,8 @@ man_() {
 # Every page of the source tree, and the four the issue names, as soon as
 # the component that writes each one is merged.
 n=0
-for page in man/man*/*.[0-9]; do
+for page in man/man*/*.[0-9] man/man*/*.[0-9].in; do
+  page=${page%.in}
   n=$((n + 1))
   name=$(basename "$page"); sec=${name##*.}; name=${name%.*}
   path=$(man_ -w "$sec" "$name" 2>/dev/null) || die "man -w $sec $name: no page installed"
@@ -135,7 +166,7 @@ echo "ok: the $n pages of man/ render from the packages"
 for req in "3 jp_alloc" "3 jp_mpmc_push" "1 jpsync-run" "7 jpsync"; do
   # shellcheck disable=SC2086 # "3 jp_alloc": section and name
   set -- $req
-  if [ -f "man/man$1/$2.$1" ]; then
+  if [ -f "man/man$1/$2.$1" ] || [ -f "man/man$1/$2.$1.in" ]; then
     man_ -P cat "$1" "$2" >/dev/null 2>&1 || die "man $req"
     echo "ok: man $req"
   else
@@ -155,19 +186,16 @@ done
 
 # ---------------------------------------------------------------------------
 # RPM, with Debian's rpmbuild: the spec ships in the tarball (rpmbuild -ta).
-say "make dist"
-make -C "$builddir" -s dist-gzip > "$tmp/dist.log" 2>&1 || { cat "$tmp/dist.log"; die "make dist"; }
-version=$(sed -n 's/^PACKAGE_VERSION = //p' "$builddir/Makefile")
-mv "$builddir/jpsync-$version.tar.gz" "$tmp/"
-
-# --nocheck: %check is `make check`, which .ci/run has run on this tree
-# already.  --nodeps: BuildRequires name RPM packages, which dpkg cannot
-# answer for.
-say "rpmbuild -ta --nodeps --nocheck"
-if ! rpmbuild -ta --nodeps --nocheck --define "_topdir $tmp/rpmbuild" \
-       "$tmp/jpsync-$version.tar.gz" > "$tmp/rpm-build.log" 2>&1; then
+# --nodeps: BuildRequires name RPM packages, which dpkg cannot answer for.
+# %check runs make check (about two minutes here).
+say "rpmbuild -ta --nodeps (with %check)"
+if ! rpmbuild -ta --nodeps --define "_topdir $tmp/rpmbuild" \
+       "$tarball" > "$tmp/rpm-build.log" 2>&1; then
+  grep -E '^(FAIL|ERROR)' "$tmp/rpm-build.log" || true
   tail -n 80 "$tmp/rpm-build.log"; die "rpmbuild"
 fi
+grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' "$tmp/rpm-build.log" | tr -s ' ' | tr '\n' ' '; echo
+grep -q '^# PASS:' "$tmp/rpm-build.log" || die "rpmbuild ran no %check"
 rpmdir=$tmp/rpmbuild/RPMS/$(rpm --eval '%{_arch}')
 ls "$rpmdir"
 libdir=$(rpm --eval '%{_libdir}')
@@ -185,22 +213,65 @@ rpm_has() { # package regex
   f=$(ls "$rpmdir/$1-$version"-*.rpm)
   grep -Eq "$2" "$f.list" || die "$(basename "$f") lacks $2"
 }
-rpm_has jpsync "^$libdir/libjpsync\.so\.1$"
-rpm_has jpsync "^$libdir/libjpsync\.so\.1\.[0-9.]+$"
+rpm_has jpsync-libs "^$libdir/libjpsync\.so\.1$"
+rpm_has jpsync-libs "^$libdir/libjpsync\.so\.1\.[0-9.]+$"
+rpm_has jpsync-libs '/COPYING$'
 rpm_has jpsync "^$bindir/jpsync-run$"
 rpm_has jpsync "^$libdir/jpsync/libjpsync-preload\.so$"
 rpm_has jpsync '/COPYING$'
+rpm_has jpsync '/README\.md$'
+rpm_has jpsync '/NEWS$'
+f=$(ls "$rpmdir/jpsync-libs-$version"-*.rpm)
+if grep -E "^($bindir|/usr/sbin)/" "$f.list"; then die "jpsync-libs carries an executable"; fi
+for p in jpsync jpsync-devel; do
+  rpm -qp --requires "$(ls "$rpmdir/$p-$version"-*.rpm)" 2>/dev/null |
+    grep -q "^jpsync-libs.* = $version-" || die "$p does not require jpsync-libs = $version"
+done
 rpm_has jpsync-devel "^$libdir/libjpsync\.so$"
 rpm_has jpsync-devel "^$libdir/pkgconfig/jpsync\.pc$"
 rpm_has jpsync-devel "^$includedir/jpsync\.h$"
 for h in include/jpsync/*.h include/jpsync/version.h; do
   rpm_has jpsync-devel "^$includedir/jpsync/$(basename "$h")$"
 done
-for page in man/man*/*.[0-9]; do
+for page in man/man*/*.[0-9] man/man*/*.[0-9].in; do
+  page=${page%.in}
   sec=${page#man/man}; sec=${sec%%/*}
   case $sec in 1) p=jpsync ;; *) p=jpsync-devel ;; esac
   rpm_has "$p" "^$mandir/man$sec/$(basename "$page")(\.gz|\.bz2|\.xz|\.zst)?$"
 done
 echo "ok: every file of the RPMs lands where rpm/jpsync.spec says"
+
+say "no RPATH or RUNPATH in any packaged ELF file"
+for f in "$rpmdir"/*.rpm; do
+  d=$tmp/unpacked/$(basename "$f" .rpm); mkdir -p "$d"
+  (cd "$d" && rpm2cpio "$f" | cpio -idm --quiet)
+  find "$d" -type f | while read -r e; do
+    if head -c 4 "$e" | grep -q 'ELF' && readelf -d "$e" 2>/dev/null | grep -E 'RPATH|RUNPATH'; then
+      echo "$e"; touch "$tmp/rpath-found"
+    fi
+  done
+done
+[ ! -e "$tmp/rpath-found" ] || die "a packaged file has an RPATH or RUNPATH"
+echo "ok: no RPATH or RUNPATH"
+
+# rpmlint: every error fails but those rpm/README lists (lines
+# "allowed: TAG"), which come from building on a Debian host; warnings are
+# shown (rpm/README says why each is there).
+say "rpmlint (binary and source packages)"
+allowed=$(sed -n 's/^allowed: *\([^ ]*\).*/\1/p' rpm/README)
+srpm=$(ls "$tmp"/rpmbuild/SRPMS/jpsync-"$version"-*.src.rpm)
+rpmlint "$rpmdir"/*.rpm "$srpm" > "$tmp/rpmlint.log" 2>&1 || true
+cat "$tmp/rpmlint.log"
+bad=0
+while read -r line; do
+  tag=$(printf '%s\n' "$line" | sed -n 's/^[^ ]*: E: \([^ ]*\).*/\1/p')
+  [ -n "$tag" ] || continue
+  case " $(echo $allowed) " in
+    *" $tag "*) ;;
+    *) echo "rpmlint: not allowed: $line"; bad=1 ;;
+  esac
+done < "$tmp/rpmlint.log"
+[ $bad -eq 0 ] || die "rpmlint reports errors rpm/README does not allow"
+echo "ok: rpmlint: only the Debian-host findings of rpm/README"
 
 say "done"
