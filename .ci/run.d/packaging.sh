@@ -83,12 +83,13 @@ ls "$tmp"/jpsync_*.dsc "$tmp"/jpsync_*.debian.tar.* >/dev/null || die "no source
 # override with its reason in debian/*lintian-overrides).
 say "lintian --pedantic -I -E (source and binaries; fails on error, warning, info)"
 st=0
-# (The info tags are caught from the output: with a .changes, lintian 2.116
-# here exits 2 for --fail-on info although it prints no I: tag.)
-lintian --pedantic -I -E --show-overrides --fail-on error,warning "$changes" \
+# No --show-overrides: with it, lintian 2.116 exits 2 on a .changes whose
+# every tag is overridden (it counts the O: lines); the overrides and their
+# reasons are in debian/*lintian-overrides.
+lintian --pedantic -I -E --fail-on error,warning,info "$changes" \
   > "$tmp/lintian.log" 2>&1 || st=$?
 grep -v 'running with root privileges' "$tmp/lintian.log" || true
-[ $st -eq 0 ] || die "lintian reports errors or warnings (exit $st)"
+[ $st -eq 0 ] || die "lintian reports errors, warnings or info tags (exit $st)"
 if grep -E '^[EWI]: ' "$tmp/lintian.log"; then
   die "lintian reports the tags above, not overridden"
 fi
