@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every public header compiles on its own, as C11 and as C++ (C++17 and
 # C++20), with -pedantic -Wall -Wextra -Werror: a C++ program includes the
-# C headers directly (and <jpsync.hpp> does).  Each header is compiled alone
+# C headers directly (and <jpsync.hpp> does, which is checked as C++).  Each header is compiled alone
 # and after all the others, so that none relies on another's includes.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}" "${CXX:=c++}"
@@ -36,6 +36,17 @@ for h in $headers; do
   fi
   n=$((n + 1))
 done
+# <jpsync.hpp>, C++ only, alone.
+if [ $have_cxx = yes ]; then
+  printf '#include <jpsync.hpp>\n#include <jpsync.hpp>\nint jp_header_check;\n' > "$tmp/hpp.cc"
+  for std in c++17 c++20; do
+    # shellcheck disable=SC2086
+    if ! $CXX -std=$std -pedantic -Wall -Wextra -Werror $inc -c -o "$tmp/o.o" "$tmp/hpp.cc" 2> "$tmp/err"; then
+      echo "FAIL: <jpsync.hpp> as $std -pedantic:"; cat "$tmp/err"; fail=1
+    fi
+  done
+  n=$((n + 1))
+fi
 # All at once, in reverse order.
 for h in $headers; do echo "#include <$h>"; done | sort -r > "$tmp/all.cc"
 echo 'int main() { return 0; }' >> "$tmp/all.cc"
