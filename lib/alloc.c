@@ -3,13 +3,14 @@
  * checks of every free (start-up is in alloc_init.c).
  *
  * Fast paths (no lock, no atomic, no call):
- *   jp_alloc(n <= 1 KiB): class from a table, pop the thread's bin.
+ *   jp_alloc(n <= 1 KiB): class from a table, pop the thread's bin; up to
+ *   32 KiB (the biggest blocks bins keep), the class by its formula.
  *   jp_free(p): registry byte of p's 4 MiB chunk says "segment"; the span
  *   of p's slice says p is the start of a block (offset below the span's
  *   limit and a multiple of the block size, by one multiplication); the
  *   block's second word is not the double-free key; the bin has room: push.
  * Everything else (an empty or full bin, a first call in a thread, sizes
- * above 1 KiB, huge blocks, misuse) goes to alloc_generic and
+ * above 32 KiB, huge blocks, misuse) goes to alloc_generic and
  * free_generic here, and from there to the thread cache (tcache.c) or the
  * huge blocks (huge.c).  With JPSYNC_CHECK every call goes to check.c (the
  * bins are off, so the fast paths always fall through): the test of
@@ -91,7 +92,7 @@ static void *huge_alloc(size_t size, size_t align, bool zero)
 	return p;
 }
 
-/* Everything but a request of up to 1 KiB that its bin serves. */
+/* Everything but a request that its bin serves. */
 static JP_NOINLINE void *alloc_generic(size_t size)
 {
 	if (size <= JP_MAX_SMALL) {
@@ -103,21 +104,33 @@ static JP_NOINLINE void *alloc_generic(size_t size)
 	return huge_alloc(size, 0, false);
 }
 
+/* Pop a block off bin b, or NULL when it is empty. */
+static inline void *bin_pop(struct jp_bin *b)
+{
+	void **blk = b->head;
+
+	if (jp_likely(blk != NULL)) {
+		b->head = blk[0];
+		JP_CNT_ADD(b->cn, JP_CN_ALLOC);
+		blk[1] = NULL;	/* not the double-free key */
+	}
+	return blk;
+}
+
 JP_EXPORT void *jp_alloc(size_t size)
 {
 	struct jp_heap *h = jp__tls_heap;
+	void *p;
 
 	if (jp_likely(size <= JP_LOOKUP_MAX)) {
-		struct jp_bin *b = (struct jp_bin *)((char *)h +
-			jp__class_lookup[size]);
-		void **blk = b->head;
-
-		if (jp_likely(blk != NULL)) {
-			b->head = blk[0];
-			JP_CNT_ADD(b->cn, JP_CN_ALLOC);
-			blk[1] = NULL;	/* not the double-free key */
-			return blk;
-		}
+		p = bin_pop((struct jp_bin *)((char *)h + jp__class_lookup[size]));
+		if (jp_likely(p != NULL))
+			return p;
+	} else if (size <= JP_BIN_BLOCK_MAX) {
+		/* Bigger ones that bins keep: the class by its formula. */
+		p = bin_pop(&h->bins[jp__size_class(size)]);
+		if (p != NULL)
+			return p;
 	}
 	return alloc_generic(size);
 }
@@ -220,7 +233,14 @@ static JP_NOINLINE void free_generic(void *p)
 	jp__huge_free(hg);
 }
 
-JP_EXPORT void jp_free(void *p)
+/*
+ * The fast path of jp_free and jp_free_sized: a valid small block whose
+ * bin has room is pushed; false sends the caller to the slow path.  With
+ * sized, a size above the block's (misuse) goes there too: the slice
+ * keeps the block size beside the fields the free reads, so the size
+ * costs one compare and no lookup.
+ */
+static inline bool free_fast(void *p, size_t size, const bool sized)
 {
 	uintptr_t a = (uintptr_t)p;
 
@@ -229,6 +249,7 @@ JP_EXPORT void jp_free(void *p)
 		const struct jp_slice *sl = jp__slice_of(a);
 
 		if (jp_likely(jp__block_test(sl->nstart, sl->divc, sl->limit, a) &&
+			      (!sized || size <= sl->bsize) &&
 			      ((uintptr_t *)p)[1] != jp__ag.key)) {
 			struct jp_bin *b = (struct jp_bin *)
 				((char *)jp__tls_heap + sl->binoff);
@@ -238,11 +259,17 @@ JP_EXPORT void jp_free(void *p)
 				((uintptr_t *)p)[1] = jp__ag.key;
 				b->head = p;
 				JP_CNT_ADD(b->cn, -(uint64_t)1);
-				return;
+				return true;
 			}
 		}
 	}
-	free_generic(p);
+	return false;
+}
+
+JP_EXPORT void jp_free(void *p)
+{
+	if (!free_fast(p, 0, false))
+		free_generic(p);
 }
 
 /* ---- sizes ---------------------------------------------------------- */
@@ -277,11 +304,17 @@ JP_EXPORT size_t jp_usable_size(const void *ptr)
 	return usable(ptr, "invalid pointer to jp_usable_size");
 }
 
-JP_EXPORT void jp_free_sized(void *ptr, size_t size)
+static JP_NOINLINE void free_sized_generic(void *ptr, size_t size)
 {
 	if (ptr != NULL && size > usable(ptr, "invalid free"))
 		jp__die_ptr("invalid free_sized (size larger than the block)", ptr);
-	jp_free(ptr);
+	free_generic(ptr);
+}
+
+JP_EXPORT void jp_free_sized(void *ptr, size_t size)
+{
+	if (!free_fast(ptr, size, true))
+		free_sized_generic(ptr, size);
 }
 
 JP_EXPORT size_t jp_good_size(size_t size)

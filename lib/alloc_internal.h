@@ -229,6 +229,7 @@ static inline void jp__span_publish(const struct jp_span *s)
 		seg->slices[i].divc = s->divc;
 		seg->slices[i].limit = s->limit;
 		seg->slices[i].binoff = s->binoff;
+		seg->slices[i].bsize = s->bsize;
 	}
 }
 

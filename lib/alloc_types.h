@@ -91,6 +91,7 @@ enum {
 #define JP_NCLASSES	52
 #define JP_MAX_SMALL	((size_t)256 << 10)	/* the largest class */
 #define JP_LOOKUP_MAX	1024	/* classes of sizes up to this by table */
+#define JP_BIN_BLOCK_MAX ((size_t)32 << 10)	/* bigger blocks are not cached */
 #define JP_NSHARDS	8	/* at most; 4 per CPU are used */
 
 /* ---- globals, set once at start (alloc.c) --------------------------- */
@@ -185,7 +186,8 @@ struct jp_slice {
 	uintptr_t nstart;	/* as in the span */
 	uint64_t divc;
 	uint64_t limit;		/* 0: no block starts in this slice's span */
-	uint64_t binoff;
+	uint32_t binoff;
+	uint32_t bsize;		/* for jp_free_sized */
 };
 
 struct jp_segment {

@@ -32,7 +32,6 @@ static _Atomic unsigned live_heaps;	/* written under the heap lock */
 #define BIN_SMALL	1024
 #define BIN_START_BYTES_BIG ((size_t)4 << 10)	/* bigger ones */
 #define BIN_MAX_BYTES	((size_t)512 << 10)
-#define BIN_BLOCK_MAX	((size_t)32 << 10)
 #define REFILL_MAX	256
 static uint32_t bin_start[JP_NCLASSES];	/* a new bin's limit, in blocks */
 static uint32_t bin_ceiling[JP_NCLASSES];	/* the most a bin may grow to */
@@ -69,7 +68,7 @@ void jp__tcache_init(void)
 		 * a thread's bins of 1 to 32 KiB blocks would otherwise hold
 		 * 200 KiB, multiplied by the threads), and
 		 * grows (bin_overflow) up to JPSYNC_CACHE_N blocks and
-		 * BIN_MAX_BYTES.  Blocks above BIN_BLOCK_MAX are not cached:
+		 * BIN_MAX_BYTES.  Blocks above JP_BIN_BLOCK_MAX are not cached:
 		 * with many threads, cached big blocks would dominate RSS, and
 		 * a lock round trip is cheap next to filling such a block.
 		 */
@@ -85,7 +84,7 @@ void jp__tcache_init(void)
 			start = 1;
 		if (max < start)
 			max = start;
-		if (jp__ag.nocache || bs > BIN_BLOCK_MAX)
+		if (jp__ag.nocache || bs > JP_BIN_BLOCK_MAX)
 			start = max = 0;
 		bin_start[c] = (uint32_t)start;
 		bin_ceiling[c] = (uint32_t)max;
@@ -335,7 +334,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	/* Blocks too big to cache come from shard 0 whoever asks: they
 	 * are few per span, and spread over the shards their spans would
 	 * rarely empty (a lock round trip is cheap next to such a block). */
-	got = jp__central_take(jp__classes[cls].bsize > BIN_BLOCK_MAX ? 0 : h->shard,
+	got = jp__central_take(jp__classes[cls].bsize > JP_BIN_BLOCK_MAX ? 0 : h->shard,
 			       cls, refill_want(b), b->max, &chain, &tail);
 	if (got == 0) {
 		errno = ENOMEM;
@@ -379,6 +378,21 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 	b = &h->bins[cls];
 	if (b->max == 0) {
 		/* No cache (valgrind, JPSYNC_CHECK): straight back. */
+		JP_CNT_ADD(h->nflush[cls], 1);
+		jp__central_put(cls, p, 1);
+		return;
+	}
+	if (b->head == NULL && s->shard != h->shard) {
+		/*
+		 * A block from another shard into an empty bin: a thread's
+		 * first free of the class, typically of what the thread that
+		 * started it allocated.  Kept, it would be this thread's next
+		 * block of the class, on a cache line of blocks its owner may
+		 * still write (passive false sharing, mimalloc-bench's
+		 * cache-scratch); it goes back to its span, and this thread
+		 * takes blocks of its own shard.  (An empty bin is reached
+		 * here only by a new heap: the fast path fills the others.)
+		 */
 		JP_CNT_ADD(h->nflush[cls], 1);
 		jp__central_put(cls, p, 1);
 		return;

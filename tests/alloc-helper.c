@@ -225,6 +225,13 @@ int main(int argc, char **argv)
 		jp_free(p);		/* the bug */
 		return 0;
 	}
+	if (strcmp(mode, "check-free-sized") == 0) {
+		/* 101 bytes fit the block (its class holds more), so only
+		 * check mode, which knows the request, can tell. */
+		p = noted(jp_alloc(100));
+		jp_free_sized(p, 101);	/* the bug */
+		return 0;
+	}
 	if (strcmp(mode, "check-foreign") == 0) {
 		char local[16];
 

@@ -455,6 +455,33 @@ static void test_good_size_is_usable_size(void)
 	}
 }
 
+/*
+ * Blocks of 1 to 32 KiB come from the thread cache too (the fast path
+ * computes their class): a block freed is the next one of its class, with
+ * no refill.
+ */
+static void test_cache_serves_up_to_32k(void)
+{
+	static const size_t n[] = { 1025, 3000, 8192, 20000, 32768 };
+	struct jp_alloc_stats st0, st1;
+
+	for (size_t i = 0; i < JP_ARRAY_LEN(n); i++) {
+		void *p = jp_alloc(n[i]), *q;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		jp_free(p);
+		stats(&st0);
+		for (int k = 0; k < 100; k++) {
+			q = jp_alloc(n[i]);
+			CU_ASSERT_PTR_EQUAL(q, p);
+			jp_free(q);
+		}
+		stats(&st1);
+		CU_ASSERT_EQUAL(st1.cache_misses, st0.cache_misses);
+		CU_ASSERT(st1.cache_hits >= st0.cache_hits + 100);
+	}
+}
+
 static void test_free_sized(void)
 {
 	for (size_t i = 0; i < JP_ARRAY_LEN(sizes); i++) {
@@ -1242,6 +1269,14 @@ static void test_check_foreign_free(void)
 	expect_check_abort("check-foreign", "invalid free", "");
 }
 
+/* A size above the request but within the block: free_sized in check
+ * mode compares it with the request. */
+static void test_check_free_sized(void)
+{
+	expect_check_abort("check-free-sized",
+			   "invalid free_sized (size larger than the block)", "");
+}
+
 static void test_stats_at_exit(void)
 {
 	struct jp_child_result res;
@@ -1394,6 +1429,76 @@ static void test_invalid_free_offset_and_unaligned(void)
 	expect_die(do_free, h + 1, "invalid free", h + 1);
 	jp_free(p);
 	jp_free(h);
+}
+
+/* free_sized with one byte more than the block holds. */
+static void do_free_sized_over(void *p)
+{
+	jp_free_sized(p, jp_usable_size(p) + 1);
+}
+
+static void do_free_sized_twice(void *p)
+{
+	jp_free_sized(p, 64);
+	jp_free_sized(p, 64);
+}
+
+static void do_free_sized_offset(void *p)
+{
+	jp_free_sized((char *)p + 16, 16);
+}
+
+/*
+ * free_sized checks what free checks (foreign and offset pointers; double
+ * frees: the next case), and a size above the block's is misuse; any size up to the
+ * usable size frees the block: small (the fast path), above 32 KiB (not
+ * cached), huge.
+ */
+static void test_free_sized_misuse(void)
+{
+	static const size_t n[] = { 64, 3000, 40000, 5 * MiB };
+	char local[64] = { 0 };
+	void *small[64], *q;
+
+	for (size_t i = 0; i < JP_ARRAY_LEN(n); i++) {
+		void *p = jp_alloc(n[i]);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		expect_die(do_free_sized_over, p,
+			   "invalid free_sized (size larger than the block)", p);
+		jp_free_sized(p, jp_usable_size(p));
+		/* Smaller than asked: the block still goes back to its own
+		 * class (the size picks no bin), so a request of the
+		 * smaller size is never given it. */
+		p = jp_alloc(n[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		jp_free_sized(p, 1);
+		for (int k = 0; k < 64; k++) {
+			small[k] = jp_alloc(1);
+			CU_ASSERT_PTR_NOT_EQUAL(small[k], p);
+		}
+		for (int k = 0; k < 64; k++)
+			jp_free(small[k]);
+		q = jp_alloc(n[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+		CU_ASSERT(jp_usable_size(q) >= n[i]);
+		jp_free(q);
+	}
+	{
+		void *p = jp_alloc(64);
+
+		expect_die(do_free_sized_offset, p, "invalid free", (char *)p + 16);
+		jp_free_sized(p, 64);
+	}
+	expect_die(do_free_sized_offset, local, "invalid free", local + 16);
+}
+
+static void test_free_sized_double(void)
+{
+	void *p = jp_alloc(64);
+
+	expect_die(do_free_sized_twice, p, "double free", p);
+	jp_free_sized(p, 64);
 }
 
 static void test_double_free(void)
@@ -1913,6 +2018,43 @@ static void test_idle_memory_goes_back(void)
 	jp_alloc_trim();
 }
 
+/* The thread of test_first_free_no_false_sharing: frees the block it is
+ * given, then allocates one of the same size. */
+static void *free_then_alloc(void *arg)
+{
+	void **v = arg;
+
+	jp_free(v[0]);
+	v[1] = jp_alloc(16);
+	return NULL;
+}
+
+/*
+ * A thread's first free of a block another thread allocated does not
+ * make that block the thread's next one: it would share a cache line with
+ * the blocks its owner still writes (passive false sharing, as in
+ * mimalloc-bench's cache-scratch).
+ */
+static void test_first_free_no_false_sharing(void)
+{
+	void *mine[4], *v[2];
+	pthread_t t;
+
+	for (int i = 0; i < 4; i++)
+		mine[i] = jp_alloc(16);
+	v[0] = jp_alloc(16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v[0]);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, free_then_alloc, v), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v[1]);
+	CU_ASSERT_NOT_EQUAL((uintptr_t)v[1] / 64, (uintptr_t)v[0] / 64);
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_NOT_EQUAL((uintptr_t)v[1] / 64, (uintptr_t)mine[i] / 64);
+		jp_free(mine[i]);
+	}
+	jp_free(v[1]);
+}
+
 /* A thread that keeps one block of each of the one-slice classes. */
 static void *keep_one_per_class(void *arg)
 {
@@ -1970,6 +2112,7 @@ static CU_TestInfo alloc_tests[] = {
 	{ "posix_memalign: alignment below sizeof(void *) is EINVAL", test_posix_memalign_below_pointer },
 	{ "good_size(n) is the usable size of jp_alloc(n)", test_good_size_is_usable_size },
 	{ "free_sized with the allocated size", test_free_sized },
+	{ "the thread cache serves blocks up to 32 KiB", test_cache_serves_up_to_32k },
 	{ "stats struct: fields, sizes, errors", test_stats_struct },
 	{ "stats print: the table", test_stats_print },
 	{ NULL, NULL },
@@ -2002,6 +2145,7 @@ static CU_TestInfo memory_tests[] = {
 	{ "memory freed and taken again within a second stays resident", test_swings_keep_pages },
 	{ "memory freed and left goes back within two seconds", test_idle_memory_goes_back },
 	{ "threads that come and go share spans", test_thread_churn_shares_spans },
+	{ "a thread's first free of another's block: no shared cache line", test_first_free_no_false_sharing },
 	{ NULL, NULL },
 };
 
@@ -2010,6 +2154,8 @@ static CU_TestInfo misuse_tests[] = {
 	{ "invalid free: the C library's pointer, a static", test_invalid_free_foreign },
 	{ "invalid free: offset, unaligned, past the end", test_invalid_free_offset_and_unaligned },
 	{ "double free (in the cache, flushed, on a transfer chain)", test_double_free },
+	{ "free_sized: a size above the block, offset, foreign", test_free_sized_misuse },
+	{ "free_sized: double free", test_free_sized_double },
 	{ "JPSYNC_CHECK=1: a correct program runs", test_check_ok },
 	{ "JPSYNC_CHECK=1: aligned blocks, then plain ones of their size", test_check_aligned_then_plain },
 	{ "JPSYNC_CHECK=1: realloc of every kind, in place at the same size", test_check_realloc },
@@ -2018,6 +2164,7 @@ static CU_TestInfo misuse_tests[] = {
 	{ "JPSYNC_CHECK=1: underflow before the start", test_check_underflow },
 	{ "JPSYNC_CHECK=1: double free", test_check_double_free },
 	{ "JPSYNC_CHECK=1: foreign free", test_check_foreign_free },
+	{ "JPSYNC_CHECK=1: free_sized above the requested size", test_check_free_sized },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },
@@ -2055,6 +2202,8 @@ int main(void)
 		 * helgrind and drd run these. */
 		jp_test_unregister(thread_tests, test_bin_grows,
 				   "memcheck: no thread caches");
+		jp_test_unregister(alloc_tests, test_cache_serves_up_to_32k,
+				   "memcheck: no thread caches");
 		jp_test_unregister(memory_tests, test_huge_cache_reuse,
 				   "memcheck: no huge cache");
 		jp_test_unregister(memory_tests, test_huge_cache_not_resident,
@@ -2064,6 +2213,8 @@ int main(void)
 		/* Reading the freed block is what memcheck reports (it catches
 		 * the double free itself): not a clean run. */
 		jp_test_unregister(misuse_tests, test_double_free,
+				   "memcheck: it reports the read of the freed block");
+		jp_test_unregister(misuse_tests, test_free_sized_double,
 				   "memcheck: it reports the read of the freed block");
 	}
 	if (jp_test_on_valgrind()) {

@@ -7,14 +7,19 @@
  * that jp_alloc owns (jp_usable_size, found with dlsym, agrees with
  * malloc_usable_size and covers the request) aligned as asked, and fail as
  * the standard says: new throws std::bad_alloc after calling the new_handler
- * until it gives up, nothrow new returns NULL.  Not linked to libjpsync.
+ * until it gives up, nothrow new returns NULL.  A sized delete told a size
+ * above the block's (above the request, in check mode) is reported, in a
+ * child, and aborts.  Not linked to libjpsync.
  */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -75,6 +80,44 @@ static void give_up_handler()
 	/* The third call removes itself: new must then throw. */
 	if (++handler_calls == 3)
 		std::set_new_handler(nullptr);
+}
+
+/*
+ * In a child: new of asked bytes, sized delete told it was told bytes.
+ * True when the child aborted with the allocator's one line about it.
+ */
+static bool sized_delete_misuse_dies(size_t asked, size_t told)
+{
+	static const char want[] = "jpsync: invalid free_sized (size larger than the block) of 0x";
+	char buf[512];
+	size_t len = 0;
+	ssize_t r;
+	int fds[2], st = 0;
+	pid_t pid;
+
+	if (pipe(fds) != 0)
+		return false;
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		volatile size_t n = told;
+		void *p = ::operator new(asked);
+
+		dup2(fds[1], 2);
+		::operator delete(p, n);	/* the bug */
+		_exit(0);
+	}
+	close(fds[1]);
+	while (len < sizeof buf - 1 &&
+	       (r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)r;
+	buf[len] = '\0';
+	close(fds[0]);
+	if (waitpid(pid, &st, 0) != pid)
+		return false;
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
+	       std::strncmp(buf, want, sizeof want - 1) == 0;
 }
 
 int main()
@@ -161,6 +204,14 @@ int main()
 		threw = true;
 	}
 	CHECK(threw && handler_calls == 3, "new_handler called until it gives up, then bad_alloc");
+
+	/* Sized delete told more than the block holds: reported, in every
+	 * mode (the size never picks the bin, so it cannot misfile the
+	 * block); in check mode one byte above the request is enough. */
+	CHECK(sized_delete_misuse_dies(100, 4096), "sized delete of 4096 for new(100)");
+	CHECK(sized_delete_misuse_dies(3000, 40000), "sized delete of 40000 for new(3000)");
+	if (const char *c = std::getenv("JPSYNC_CHECK"); c != nullptr && std::strcmp(c, "1") == 0)
+		CHECK(sized_delete_misuse_dies(100, 101), "check mode: sized delete of 101 for new(100)");
 
 	/* The standard library on top: containers, smart pointers. */
 	std::unordered_map<std::string, std::vector<int>> m;
