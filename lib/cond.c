@@ -24,6 +24,12 @@
  * after any waiter that saw the old predicate had counted itself, so it
  * sees the count.  States shared with other objects only over-count.
  *
+ * A wait with a mutex that is not locked is misuse, reported and aborted
+ * at once (a load of the word, before anything else); under JPSYNC_CHECK=1
+ * or JPSYNC_LOCKDEP=1 a mutex locked by another thread is too (the held
+ * stacks of lockdep.c): otherwise the wait would release the other
+ * thread's lock.
+ *
  * Nothing is requeued: woken waiters take the mutex with jp_mutex_lock, so
  * the mutex word turns 2 when they contend and unlock keeps waking them.
  */
@@ -34,7 +40,8 @@
 #include <errno.h>
 #include <limits.h>
 
-static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadline, void *pc)
+static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadline, void *pc,
+		     const char *call)
 {
 	_Atomic uint32_t *w = jp__cond_word(c);
 	_Atomic uint32_t *waiters;
@@ -42,6 +49,11 @@ static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadlin
 	uint32_t seq;
 	int r;
 
+	/* relaxed: the caller's own lock, if it holds it, is all we ask about. */
+	if (atomic_load_explicit(jp__mutex_word(m), memory_order_relaxed) == 0)
+		jp__sync_misuse(call, c, m, "the mutex is not locked");
+	if ((mode & JP_SYNC_OWNERS) && !jp__lockdep_holds(m))
+		jp__sync_misuse(call, c, m, "the mutex is not held by this thread");
 	if (jp__deadline_check(deadline) != 0)
 		return EINVAL;
 	if (jp__deadline_passed(deadline))
@@ -97,12 +109,12 @@ JP_EXPORT void jp_cond_destroy(jp_cond_t *c)
 
 JP_EXPORT int jp_cond_wait(jp_cond_t *c, jp_mutex_t *m)
 {
-	return cond_wait(c, m, NULL, __builtin_return_address(0));
+	return cond_wait(c, m, NULL, __builtin_return_address(0), "jp_cond_wait");
 }
 
 JP_EXPORT int jp_cond_timedwait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadline)
 {
-	return cond_wait(c, m, deadline, __builtin_return_address(0));
+	return cond_wait(c, m, deadline, __builtin_return_address(0), "jp_cond_timedwait");
 }
 
 JP_EXPORT void jp_cond_signal(jp_cond_t *c)

@@ -17,6 +17,11 @@
  * already holds, and a thread exiting (pthread_exit or return from its start
  * routine) while it holds one.
  *
+ * The same stacks serve JPSYNC_CHECK=1 (JP_SYNC_CHECK), without the orders:
+ * there, unlocking a lock the thread does not hold, and a jp_cond wait with
+ * a mutex the thread does not hold (jp__lockdep_holds), are misuse that
+ * aborts through jp__sync_misuse, with lockdep on or not.
+ *
  * Nothing here calls malloc: the allocator may one day take jp_mutexes and
  * the preload module sends malloc to the allocator.  The per-thread stacks
  * and the edge table are mapped with jp__os_map; the table lives under an
@@ -169,6 +174,10 @@ static void ld_thread_exit(void *p)
 	struct ld_buf b = { .n = 0 };
 	unsigned n = t->depth < LD_HELD_MAX ? t->depth : LD_HELD_MAX;
 
+	/* Lockdep's report only: a thread may end holding a lock it never
+	 * means to release, which JPSYNC_CHECK does not call misuse. */
+	if (!(jp__sync_mode_get() & JP_SYNC_LOCKDEP))
+		n = 0;
 	for (unsigned i = 0; i < n; i++) {
 		put(&b, PFX "thread ");
 		put_dec(&b, (uint64_t)t->tid);
@@ -412,6 +421,9 @@ void jp__lockdep_release(const void *m, int kind, void *pc)
 		t->depth--;	/* perhaps one of those too deep to record */
 		return;
 	}
+	if (jp__sync_mode_get() & JP_SYNC_CHECK)
+		jp__sync_misuse(kind == JP__LD_MUTEX ? "jp_mutex_unlock" : "jp_rwlock_unlock", m,
+				NULL, "not held by this thread");
 	put(&b, PFX "thread ");
 	put_dec(&b, (uint64_t)t->tid);
 	put(&b, kind == JP__LD_MUTEX ? " unlocks mutex " : " unlocks rwlock ");
@@ -420,6 +432,20 @@ void jp__lockdep_release(const void *m, int kind, void *pc)
 	put_pc(&b, pc);
 	put(&b, "\n");
 	flush(&b);
+}
+
+bool jp__lockdep_holds(const void *m)
+{
+	struct ld_thread *t = ld_thread_get();
+	unsigned n;
+
+	if (t == NULL || t->depth > LD_HELD_MAX)
+		return true;	/* cannot tell */
+	n = t->depth;
+	for (unsigned i = 0; i < n; i++)
+		if (t->held[i].m == m)
+			return true;
+	return false;
 }
 
 void jp__lockdep_destroy(const void *m)

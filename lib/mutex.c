@@ -21,6 +21,15 @@
  * spins before it sleeps again, so the woken one usually wins (the spread
  * of acquisitions per thread is reported by tests/bench/sync-bench).
  *
+ * Misuse that a valid program never makes aborts, through jp__sync_misuse
+ * (one line naming the call and the mutex), where the check costs the fast
+ * path nothing: unlock of a mutex that is not locked (the exchange's old
+ * value is compared with 1 instead of 2: the same instructions), destroy
+ * of a locked one (a load in destroy).  An unlock by a thread that does not
+ * hold the mutex needs its owner, which the word has no room for: under
+ * JPSYNC_CHECK=1 (and JPSYNC_LOCKDEP=1) each thread's stack of held locks
+ * (lockdep.c) tells, on the slow path.
+ *
  * The slow path (jp__sync_mode != PLAIN) adds the valgrind happens-before
  * requests, the lock-order checking of lockdep.c and, in a process that
  * runs ThreadSanitizer (jp__tsan_on: the library itself need not be
@@ -50,7 +59,7 @@
 #define JP_MUTEX_SPIN_MIN 16
 
 _Atomic int jp__sync_mode;
-static bool lockdep_forced;
+static bool lockdep_forced, check_forced;
 static _Atomic unsigned spin_limit = UINT_MAX;	/* UINT_MAX: not decided yet */
 static _Atomic unsigned spin_budget = JP_MUTEX_SPIN;
 
@@ -84,6 +93,8 @@ int jp__sync_mode_init(void)
 	}
 	if (lockdep_forced || jp__options()->lockdep)
 		mode |= JP_SYNC_LOCKDEP;
+	if (check_forced || jp__options()->check)
+		mode |= JP_SYNC_CHECK;
 	if (jp__tsan_on())
 		mode |= JP_SYNC_TSAN;
 	/* relaxed: the mode is one value, the same whoever computes it. */
@@ -98,6 +109,32 @@ void jp__sync_force_lockdep(bool on)
 	lockdep_forced = on;
 	mode = on ? (mode | JP_SYNC_LOCKDEP) : (mode & ~JP_SYNC_LOCKDEP);
 	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
+}
+
+void jp__sync_force_check(bool on)
+{
+	int mode = jp__sync_mode_get();
+
+	check_forced = on;
+	mode = on ? (mode | JP_SYNC_CHECK) : (mode & ~JP_SYNC_CHECK);
+	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
+}
+
+void jp__sync_misuse(const char *call, const void *obj, const void *obj2, const char *why)
+{
+	char line[200], hex[24];
+	size_t n = 0;
+
+	jp__str_add(line, sizeof line, &n, call);
+	jp__str_add(line, sizeof line, &n, "(");
+	jp__str_add(line, sizeof line, &n, jp__fmt_hex(hex, (uintptr_t)obj));
+	if (obj2 != NULL) {
+		jp__str_add(line, sizeof line, &n, ", ");
+		jp__str_add(line, sizeof line, &n, jp__fmt_hex(hex, (uintptr_t)obj2));
+	}
+	jp__str_add(line, sizeof line, &n, "): ");
+	jp__str_add(line, sizeof line, &n, why);
+	jp__die(line);
 }
 
 static unsigned spin_limit_get(void)
@@ -193,11 +230,30 @@ static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *dea
 	return 0;
 }
 
-static inline void unlock_raw(_Atomic uint32_t *w)
+/* The word was not 1 at unlock: wake a sleeper, or report the misuse. */
+static JP_NOINLINE void unlock_not_1(_Atomic uint32_t *w, uint32_t old, const char *call,
+				     const void *obj)
+{
+	if (jp_likely(old == 2))
+		jp__park_wake(w, 1);
+	else if (old == 0)
+		jp__sync_misuse(call, obj, NULL, "not locked");
+	else
+		jp__sync_misuse(call, obj, NULL, "not a mutex (corrupted or never initialised)");
+}
+
+/*
+ * call and obj name the misuse in a report.  The old value is compared with
+ * 1 (the uncontended case) rather than 2, so that telling "not locked" from
+ * "sleepers to wake" costs the fast path no instruction.
+ */
+static inline void unlock_raw(_Atomic uint32_t *w, const char *call, const void *obj)
 {
 	/* release: the critical section happens before the next owner's. */
-	if (atomic_exchange_explicit(w, 0, memory_order_release) == 2)
-		jp__park_wake(w, 1);
+	uint32_t old = atomic_exchange_explicit(w, 0, memory_order_release);
+
+	if (jp_unlikely(old != 1))
+		unlock_not_1(w, old, call, obj);
 }
 
 /*
@@ -222,7 +278,7 @@ static JP_NOINLINE int lock_checked(jp_mutex_t *m, void *pc, const struct timesp
 	if (r == 0) {
 		if (mode & JP_SYNC_VALGRIND)
 			JP_HB_AFTER(m);
-		if (mode & JP_SYNC_LOCKDEP)
+		if (mode & JP_SYNC_OWNERS)
 			jp__lockdep_acquired(m, JP__LD_MUTEX, pc);
 	}
 	if (mode & JP_SYNC_TSAN)
@@ -234,15 +290,15 @@ static JP_NOINLINE void unlock_checked(jp_mutex_t *m, void *pc)
 {
 	int mode = jp__sync_mode_get();
 
+	if (mode & JP_SYNC_OWNERS)
+		jp__lockdep_release(m, JP__LD_MUTEX, pc);
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_pre_unlock(m, 0);
-	if (mode & JP_SYNC_LOCKDEP)
-		jp__lockdep_release(m, JP__LD_MUTEX, pc);
 	if (mode & JP_SYNC_VALGRIND) {
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 		JP_HB_BEFORE(m);
 	}
-	unlock_raw(jp__mutex_word(m));
+	unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m);
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_post_unlock(m, 0);
 }
@@ -266,7 +322,7 @@ static inline __attribute__((always_inline)) void unlock_at(jp_mutex_t *m, void 
 	if (!plain_mode())
 		unlock_checked(m, pc);
 	else
-		unlock_raw(jp__mutex_word(m));
+		unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m);
 }
 
 JP_EXPORT void jp_mutex_init(jp_mutex_t *m)
@@ -280,6 +336,10 @@ JP_EXPORT void jp_mutex_init(jp_mutex_t *m)
 JP_EXPORT void jp_mutex_destroy(jp_mutex_t *m)
 {
 	int mode = jp__sync_mode_get();
+
+	/* relaxed: a valid caller made every unlock happen before the destroy. */
+	if (atomic_load_explicit(jp__mutex_word(m), memory_order_relaxed) != 0)
+		jp__sync_misuse("jp_mutex_destroy", m, NULL, "locked");
 
 	if (mode & JP_SYNC_LOCKDEP)
 		jp__lockdep_destroy(m);
@@ -309,7 +369,7 @@ static JP_NOINLINE int trylock_checked(jp_mutex_t *m, void *pc)
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 	if (ok && (mode & JP_SYNC_VALGRIND))
 		JP_HB_AFTER(m);
-	if (ok && (mode & JP_SYNC_LOCKDEP))
+	if (ok && (mode & JP_SYNC_OWNERS))
 		jp__lockdep_acquired(m, JP__LD_MUTEX, pc);
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_post_lock(m, JP_TSAN_TRY_LOCK | (ok ? 0 : JP_TSAN_TRY_LOCK_FAILED), 0);
@@ -368,7 +428,7 @@ void jp__mutex_unlock_internal(jp_mutex_t *m)
 		__tsan_mutex_pre_unlock(m, 0);
 	if (mode & JP_SYNC_VALGRIND)
 		JP_HB_BEFORE(m);
-	unlock_raw(jp__mutex_word(m));
+	unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m);
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_post_unlock(m, 0);
 }
@@ -389,5 +449,5 @@ bool jp__mutex_word_trylock(_Atomic uint32_t *w)
 
 void jp__mutex_word_unlock(_Atomic uint32_t *w)
 {
-	unlock_raw(w);
+	unlock_raw(w, "jp_rwlock_unlock", w);
 }

@@ -4,7 +4,8 @@
  *
  * Vocabulary:
  *   the "sync mode" - decided once per process (jp__sync_mode): PLAIN, or
- *     PLAIN with LOCKDEP (JPSYNC_LOCKDEP=1), VALGRIND (running under
+ *     PLAIN with LOCKDEP (JPSYNC_LOCKDEP=1), CHECK (JPSYNC_CHECK=1: misuse
+ *     that needs to know the owner aborts), VALGRIND (running under
  *     helgrind or drd: emit the happens-before client requests) and/or
  *     TSAN (the process runs ThreadSanitizer: tell it too, jp__tsan_on).  The fast paths
  *     test "mode != PLAIN" and nothing else, so with both off they cost one
@@ -27,6 +28,9 @@
 #define JP_SYNC_LOCKDEP  2
 #define JP_SYNC_VALGRIND 4
 #define JP_SYNC_TSAN     8
+#define JP_SYNC_CHECK    16
+/* Either: keep each thread's stack of held locks (lockdep.c). */
+#define JP_SYNC_OWNERS (JP_SYNC_LOCKDEP | JP_SYNC_CHECK)
 /* Either detector: emit the happens-before annotations (jp__hb_*). */
 #define JP_SYNC_RACE_TOOLS (JP_SYNC_VALGRIND | JP_SYNC_TSAN)
 
@@ -58,6 +62,16 @@ static inline int jp__sync_mode_get(void)
 
 /* For the white-box tests: turn lock-order checking on or off. */
 void jp__sync_force_lockdep(bool on);
+/* For the white-box tests: turn JPSYNC_CHECK's owner checks on or off. */
+void jp__sync_force_check(bool on);
+
+/*
+ * Misuse of a lock that no valid program makes: print one line,
+ * "jpsync: CALL(0xOBJ): WHY" (or "CALL(0xOBJ, 0xOBJ2): WHY" when obj2 is
+ * not NULL), through jp__die, and abort.
+ */
+_Noreturn void jp__sync_misuse(const char *call, const void *obj, const void *obj2,
+			       const char *why) JP_COLD;
 
 /* Lock and unlock as the public calls do, with the caller's pc given. */
 void jp__mutex_lock_at(jp_mutex_t *m, void *pc);
@@ -95,6 +109,9 @@ void jp__lockdep_acquired(const void *lock, int kind, void *pc);
 void jp__lockdep_release(const void *lock, int kind, void *pc);
 /* lock is destroyed: forget the orders it took part in. */
 void jp__lockdep_destroy(const void *lock);
+/* Does the calling thread hold lock?  True also when it cannot tell (its
+ * stack could not be mapped, or is deeper than it records). */
+bool jp__lockdep_holds(const void *lock);
 
 /* ---- "wait.c" ----------------------------------------------------------- */
 

@@ -1,0 +1,395 @@
+/*
+ * test-misuse.c - misuse of jp_mutex, jp_cond and jp_pool is reported
+ * (one line naming the call and the object, then abort), and correct use
+ * is not, by default and under JPSYNC_CHECK=1 (white-box: the owner checks
+ * are turned on in a child with jp__sync_force_check, and once through the
+ * environment, as a user would).
+ *
+ * By default (what costs the fast path nothing): destroy of a locked
+ * mutex, unlock of a mutex that is not locked, a cond wait with a mutex
+ * that is not locked.  Under JPSYNC_CHECK=1 also: unlock by a thread that
+ * does not hold the mutex, a cond wait with a mutex another thread holds,
+ * a double jp_pool_put.
+ */
+#include <jpsync/hammer.h>
+#include <jpsync/mutex.h>
+#include <jpsync/pool.h>
+
+#include "sync.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char self_path[4096];
+
+/* The report, exactly as the library writes it, for obj (and obj2). */
+static void expect_line(char *buf, size_t cap, const char *call, const void *obj,
+			const void *obj2, const char *why)
+{
+	if (obj2 != NULL)
+		snprintf(buf, cap, "jpsync: %s(%p, %p): %s\n", call, obj, obj2, why);
+	else
+		snprintf(buf, cap, "jpsync: %s(%p): %s\n", call, obj, why);
+}
+
+/* The child was killed by SIGABRT after writing exactly that one line. */
+static void assert_reported(const struct jp_child_result *r, const char *call, const void *obj,
+			    const void *obj2, const char *why)
+{
+	char want[256];
+	const char *first;
+
+	expect_line(want, sizeof want, call, obj, obj2, why);
+	CU_ASSERT(r->signaled && r->sig == SIGABRT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r->err, want));
+	/* One line, and nothing from the library besides it. */
+	first = strstr(r->err, "jpsync: ");
+	CU_ASSERT(first != NULL && strstr(first + 1, "jpsync: ") == NULL);
+	if (strstr(r->err, want) == NULL)
+		fprintf(stderr, "\n  wanted: %s  got: %s\n", want, r->err);
+}
+
+static void assert_silent(const struct jp_child_result *r)
+{
+	CU_ASSERT(r->exited && r->status == 0);
+	CU_ASSERT_STRING_EQUAL(r->err, "");
+	if (!r->exited || r->status != 0 || r->err[0] != '\0')
+		fprintf(stderr, "\n  exited %d status %d signal %d: %s\n", r->exited, r->status,
+			r->sig, r->err);
+}
+
+static jp_mutex_t m1 = JP_MUTEX_INIT, m2 = JP_MUTEX_INIT;
+static jp_cond_t c1 = JP_COND_INIT;
+
+/* ---- by default ---------------------------------------------------------- */
+
+static void child_destroy_locked(void *arg)
+{
+	(void)arg;
+	jp_mutex_lock(&m1);
+	jp_mutex_destroy(&m1);
+}
+
+static void test_destroy_locked(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_destroy_locked, NULL, &r), 0);
+	assert_reported(&r, "jp_mutex_destroy", &m1, NULL, "locked");
+}
+
+static void child_unlock_free(void *arg)
+{
+	(void)arg;
+	jp_mutex_lock(&m1);
+	jp_mutex_unlock(&m1);
+	jp_mutex_unlock(&m1);	/* the second: nobody holds it */
+}
+
+static void test_unlock_not_locked(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_unlock_free, NULL, &r), 0);
+	assert_reported(&r, "jp_mutex_unlock", &m1, NULL, "not locked");
+}
+
+static void child_wait_unlocked(void *arg)
+{
+	struct timespec ts;
+
+	alarm(20);	/* without the check the wait would never end */
+	if (arg != NULL) {
+		jp_test_deadline_ms(&ts, 10);
+		jp_cond_timedwait(&c1, &m1, &ts);
+	} else {
+		jp_cond_wait(&c1, &m1);		/* would hang or unlock nothing */
+	}
+}
+
+static void test_cond_wait_unlocked(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_wait_unlocked, NULL, &r), 0);
+	assert_reported(&r, "jp_cond_wait", &c1, &m1, "the mutex is not locked");
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_wait_unlocked, &r, &r), 0);
+	assert_reported(&r, "jp_cond_timedwait", &c1, &m1, "the mutex is not locked");
+}
+
+/* ---- under JPSYNC_CHECK=1 ---------------------------------------------- */
+
+static _Atomic int held, release;
+
+static void *hold_m1(void *arg)
+{
+	(void)arg;
+	jp_mutex_lock(&m1);
+	atomic_store(&held, 1);
+	while (!atomic_load(&release))
+		usleep(1000);
+	jp_mutex_unlock(&m1);
+	return NULL;
+}
+
+/* Another thread holds m1 while this one misuses it; what: how. */
+static void other_holds(const char *what)
+{
+	pthread_t t;
+
+	alarm(20);	/* without the check a wait would never end */
+	if (pthread_create(&t, NULL, hold_m1, NULL) != 0)
+		return;
+	while (!atomic_load(&held))
+		usleep(1000);
+	if (strcmp(what, "unlock") == 0)
+		jp_mutex_unlock(&m1);
+	else
+		jp_cond_wait(&c1, &m1);
+	atomic_store(&release, 1);
+	pthread_join(t, NULL);
+	fprintf(stderr, "the misuse returned\n");
+}
+
+static void child_other_holds(void *arg)
+{
+	jp__sync_force_check(true);
+	other_holds(arg);
+}
+
+/* Lockdep keeps the same held stacks: the wait is refused there too. */
+static void child_other_holds_lockdep(void *arg)
+{
+	jp__sync_force_lockdep(true);
+	other_holds(arg);
+}
+
+static void test_unlock_by_non_owner(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_other_holds, "unlock", &r), 0);
+	assert_reported(&r, "jp_mutex_unlock", &m1, NULL, "not held by this thread");
+}
+
+static void test_cond_wait_other_holds(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_other_holds, "wait", &r), 0);
+	assert_reported(&r, "jp_cond_wait", &c1, &m1, "the mutex is not held by this thread");
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_other_holds_lockdep, "wait", &r), 0);
+	assert_reported(&r, "jp_cond_wait", &c1, &m1, "the mutex is not held by this thread");
+}
+
+/* The same from the environment: this program again with JPSYNC_CHECK=1. */
+static void child_exec(void *arg)
+{
+	setenv("JPSYNC_CHECK", "1", 1);
+	jp_test_execv(self_path, (char *[]){ "test-misuse", "--case", arg, NULL });
+	fprintf(stderr, "exec failed\n");
+}
+
+static void test_check_from_environment(void)
+{
+	struct jp_child_result r;
+
+	/* Another process: m1 may be elsewhere there (ASLR). */
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_exec, "unlock", &r), 0);
+	CU_ASSERT(r.signaled && r.sig == SIGABRT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "jpsync: jp_mutex_unlock(0x"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "): not held by this thread\n"));
+}
+
+static void test_double_pool_put(void)
+{
+	static const char *const modes[] = { "pool-plain", "pool-cache" };
+
+	for (int i = 0; i < 2; i++) {
+		struct jp_child_result r;
+
+		CU_ASSERT_EQUAL_FATAL(jp_test_child(child_exec, (void *)modes[i], &r), 0);
+		CU_ASSERT(r.signaled && r.sig == SIGABRT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "jpsync: jp_pool_put of an object already in the pool of 0x"));
+	}
+}
+
+/* A pool of 4, one object put twice (the --case child, JPSYNC_CHECK=1). */
+static void double_put(unsigned flags)
+{
+	jp_pool_t *p = jp_pool_create(32, 4, flags);
+	void *o;
+
+	if (p == NULL)
+		return;
+	o = jp_pool_get(p);
+	jp_pool_put(p, o);
+	jp_pool_put(p, o);
+	fprintf(stderr, "second put returned\n");
+}
+
+/* ---- correct programs are not reported ---------------------------------- */
+
+struct work {
+	jp_mutex_t m, inner;
+	jp_cond_t c;
+	uint64_t count;
+	int items;
+};
+
+static void counter_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct work *w = ctx;
+	struct timespec ts;
+
+	switch ((thread + iter) % 3) {
+	case 0:
+		jp_mutex_lock(&w->m);
+		break;
+	case 1:
+		while (jp_mutex_trylock(&w->m) != 0)
+			sched_yield();
+		break;
+	default:
+		jp_test_deadline_ms(&ts, 10000);
+		if (jp_mutex_timedlock(&w->m, &ts) != 0)
+			return;
+	}
+	jp_mutex_lock(&w->inner);	/* nested, always in the same order */
+	w->count++;
+	jp_mutex_unlock(&w->inner);
+	jp_mutex_unlock(&w->m);
+}
+
+/* A producer and a consumer through a cond, with a nested mutex held. */
+static void *consumer(void *arg)
+{
+	struct work *w = arg;
+	struct timespec ts;
+
+	for (int got = 0; got < 200; got++) {
+		jp_mutex_lock(&w->inner);
+		jp_mutex_lock(&w->m);
+		while (w->items == 0) {
+			jp_test_deadline_ms(&ts, 50);
+			if (got % 2 == 0)
+				jp_cond_wait(&w->c, &w->m);
+			else
+				jp_cond_timedwait(&w->c, &w->m, &ts);
+		}
+		w->items--;
+		jp_mutex_unlock(&w->m);
+		jp_mutex_unlock(&w->inner);
+	}
+	return NULL;
+}
+
+static void correct_program(void)
+{
+	struct work w = { .m = JP_MUTEX_INIT, .inner = JP_MUTEX_INIT, .c = JP_COND_INIT };
+	uint64_t iters = jp_test_scaled(20000, 200);
+	pthread_t t;
+	jp_pool_t *p;
+	void *objs[8];
+
+	if (jp_hammer(4, iters, counter_body, &w) != 0 || w.count != 4 * iters) {
+		fprintf(stderr, "counter %llu, wanted %llu\n", (unsigned long long)w.count,
+			(unsigned long long)(4 * iters));
+		return;
+	}
+	if (pthread_create(&t, NULL, consumer, &w) != 0)
+		return;
+	for (int i = 0; i < 200; i++) {
+		jp_mutex_lock(&w.m);
+		w.items++;
+		jp_mutex_unlock(&w.m);
+		if (i % 2)
+			jp_cond_signal(&w.c);
+		else
+			jp_cond_broadcast(&w.c);
+	}
+	pthread_join(t, NULL);
+	/* Locked by one thread, destroyed by another after the unlock. */
+	jp_mutex_lock(&m2);
+	jp_mutex_unlock(&m2);
+	jp_mutex_destroy(&m2);
+	jp_mutex_destroy(&w.m);
+	jp_mutex_destroy(&w.inner);
+	jp_cond_destroy(&w.c);
+	/* Every object got and put once, twice over, with and without a cache. */
+	for (unsigned flags = 0; flags <= JP_POOL_THREAD_CACHE; flags += JP_POOL_THREAD_CACHE) {
+		p = jp_pool_create(32, 8, flags);
+		if (p == NULL)
+			return;
+		for (int round = 0; round < 2; round++) {
+			for (int i = 0; i < 8; i++)
+				objs[i] = jp_pool_get(p);
+			for (int i = 0; i < 8; i++)
+				jp_pool_put(p, objs[i]);
+		}
+		jp_pool_destroy(p);
+	}
+}
+
+static void child_correct(void *arg)
+{
+	if (arg != NULL)
+		jp__sync_force_check(true);
+	correct_program();
+}
+
+static void test_correct_silent(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_correct, NULL, &r), 0);
+	assert_silent(&r);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_correct, &r, &r), 0);
+	assert_silent(&r);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_exec, "correct", &r), 0);
+	assert_silent(&r);
+}
+
+int main(int argc, char **argv)
+{
+	CU_TestInfo tests[] = {
+		{ "destroy of a locked mutex: reported", test_destroy_locked },
+		{ "unlock of a mutex not locked: reported", test_unlock_not_locked },
+		{ "cond wait, mutex not locked: reported", test_cond_wait_unlocked },
+		{ "check: unlock by a thread that does not hold it: reported", test_unlock_by_non_owner },
+		{ "check, lockdep: cond wait, another thread holds the mutex: reported", test_cond_wait_other_holds },
+		{ "JPSYNC_CHECK=1 in the environment turns the owner check on", test_check_from_environment },
+		{ "JPSYNC_CHECK=1: double jp_pool_put: reported", test_double_pool_put },
+		{ "correct programs: silent, by default and under JPSYNC_CHECK=1", test_correct_silent },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "misuse", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+
+	if (len > 0)
+		self_path[len] = '\0';
+	if (argc == 3 && strcmp(argv[1], "--case") == 0) {
+		if (strcmp(argv[2], "unlock") == 0)
+			other_holds("unlock");
+		else if (strcmp(argv[2], "pool-plain") == 0)
+			double_put(0);
+		else if (strcmp(argv[2], "pool-cache") == 0)
+			double_put(JP_POOL_THREAD_CACHE);
+		else if (strcmp(argv[2], "correct") == 0)
+			correct_program();
+		return 0;
+	}
+	return jp_test_run(suites);
+}
