@@ -32,7 +32,9 @@ const struct jp_option_desc jp__option_table[] = {
 	    "e.g. 4096, 64K, or off"),
 	OPT("CHECK", "check", NULL, JP_OPT_BOOL, false, check, 0, 0, 1,
 	    "check every block for overflows and underflows, and every free for "
-	    "double frees, foreign pointers and writes into freed blocks"),
+	    "double frees, foreign pointers and writes into freed blocks; "
+	    "abort on a jp_mutex unlocked, or a jp_cond waited on, by a thread "
+	    "that does not hold the mutex"),
 	OPT("STATS", "stats", "FILE", JP_OPT_STATS, false, stats, 0, 0, 0,
 	    "print the allocator's statistics when PROGRAM exits, on standard "
 	    "error or into FILE"),

@@ -240,7 +240,7 @@ static void double_put(unsigned flags)
 /* ---- correct programs are not reported ---------------------------------- */
 
 struct work {
-	jp_mutex_t m, inner;
+	jp_mutex_t m, inner, outer;
 	jp_cond_t c;
 	uint64_t count;
 	int items;
@@ -270,14 +270,15 @@ static void counter_body(void *ctx, unsigned thread, uint64_t iter)
 	jp_mutex_unlock(&w->m);
 }
 
-/* A producer and a consumer through a cond, with a nested mutex held. */
+/* A producer and a consumer through a cond, waiting with another mutex
+ * held (taken before m, as nobody takes them the other way). */
 static void *consumer(void *arg)
 {
 	struct work *w = arg;
 	struct timespec ts;
 
 	for (int got = 0; got < 200; got++) {
-		jp_mutex_lock(&w->inner);
+		jp_mutex_lock(&w->outer);
 		jp_mutex_lock(&w->m);
 		while (w->items == 0) {
 			jp_test_deadline_ms(&ts, 50);
@@ -288,14 +289,15 @@ static void *consumer(void *arg)
 		}
 		w->items--;
 		jp_mutex_unlock(&w->m);
-		jp_mutex_unlock(&w->inner);
+		jp_mutex_unlock(&w->outer);
 	}
 	return NULL;
 }
 
 static void correct_program(void)
 {
-	struct work w = { .m = JP_MUTEX_INIT, .inner = JP_MUTEX_INIT, .c = JP_COND_INIT };
+	struct work w = { .m = JP_MUTEX_INIT, .inner = JP_MUTEX_INIT, .outer = JP_MUTEX_INIT,
+			  .c = JP_COND_INIT };
 	uint64_t iters = jp_test_scaled(20000, 200);
 	pthread_t t;
 	jp_pool_t *p;
@@ -324,6 +326,7 @@ static void correct_program(void)
 	jp_mutex_destroy(&m2);
 	jp_mutex_destroy(&w.m);
 	jp_mutex_destroy(&w.inner);
+	jp_mutex_destroy(&w.outer);
 	jp_cond_destroy(&w.c);
 	/* Every object got and put once, twice over, with and without a cache. */
 	for (unsigned flags = 0; flags <= JP_POOL_THREAD_CACHE; flags += JP_POOL_THREAD_CACHE) {
@@ -340,10 +343,13 @@ static void correct_program(void)
 	}
 }
 
+/* arg: NULL (by default), "check" or "lockdep" (forced on). */
 static void child_correct(void *arg)
 {
-	if (arg != NULL)
+	if (arg != NULL && strcmp(arg, "check") == 0)
 		jp__sync_force_check(true);
+	if (arg != NULL && strcmp(arg, "lockdep") == 0)
+		jp__sync_force_lockdep(true);
 	correct_program();
 }
 
@@ -353,7 +359,9 @@ static void test_correct_silent(void)
 
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_correct, NULL, &r), 0);
 	assert_silent(&r);
-	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_correct, &r, &r), 0);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_correct, "check", &r), 0);
+	assert_silent(&r);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_correct, "lockdep", &r), 0);
 	assert_silent(&r);
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_exec, "correct", &r), 0);
 	assert_silent(&r);
@@ -369,7 +377,7 @@ int main(int argc, char **argv)
 		{ "check, lockdep: cond wait, another thread holds the mutex: reported", test_cond_wait_other_holds },
 		{ "JPSYNC_CHECK=1 in the environment turns the owner check on", test_check_from_environment },
 		{ "JPSYNC_CHECK=1: double jp_pool_put: reported", test_double_pool_put },
-		{ "correct programs: silent, by default and under JPSYNC_CHECK=1", test_correct_silent },
+		{ "correct programs: silent by default, with JPSYNC_CHECK=1 and lockdep", test_correct_silent },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
