@@ -7,11 +7,22 @@
  * A lock this very thread holds (fork from a signal handler that
  * interrupted the allocator) is left alone: waiting for it would deadlock,
  * and the interrupted code finishes its work after the handler returns.
+ *
+ * Forks nest: a signal handler that runs while this thread is inside a
+ * fork (its prepare handler holding some or all of the locks, or its parent
+ * handler releasing them) may fork again.  So each lock records the depth
+ * of the fork that took it (taken_at), and a parent handler releases the
+ * locks of its own depth only: the nested fork takes none that the outer
+ * one holds (they are this thread's), and leaves the outer one's record
+ * alone.  (A single bitmap, cleared by every prepare, lost the outer
+ * fork's locks: its parent handler released none and the next malloc
+ * waited for itself.)  Forks of different threads do not interleave: the C
+ * library runs one fork's handlers at a time (glibc's atfork_lock), so
+ * nesting happens in one thread, and plain variables serve.
  */
 #include "alloc_internal.h"
 
 #include <pthread.h>
-#include <string.h>
 
 #define NCLASS_LOCKS	(JP_NSHARDS * JP_NCLASSES)
 #define NLOCKS		(NCLASS_LOCKS + 3)
@@ -31,8 +42,10 @@ static struct jp__lock *lock_at(unsigned i)
 	}
 }
 
-/* The locks prepare took (not those this thread already held). */
-static uint64_t taken[(NLOCKS + 63) / 64];
+/* The depth of the fork whose prepare took each lock (0: none); the depth
+ * of the fork whose handlers run now (1: not nested). */
+static uint8_t taken_at[NLOCKS];
+static unsigned depth;
 
 /*
  * fork and stdio.  glibc's fork runs the prepare handlers before it takes
@@ -77,17 +90,28 @@ static void atfork_prepare(void)
 	atomic_store_explicit(&stdio_locked, threaded, memory_order_relaxed);
 	if (threaded)
 		_IO_list_lock();
-	memset(taken, 0, sizeof taken);
+	/* A handler may interrupt us anywhere here and fork: it sees our
+	 * locks held by this thread and leaves them (and their record)
+	 * alone.  A lock taken but not yet recorded is one too. */
+	unsigned d = ++depth;
+
 	for (unsigned i = 0; i < NLOCKS; i++)
 		if (jp__lock_for_fork(lock_at(i)))
-			taken[i / 64] |= 1ULL << (i % 64);
+			taken_at[i] = (uint8_t)d;
 }
 
 static void atfork_parent(void)
 {
+	unsigned d = depth;
+
 	for (unsigned i = NLOCKS; i-- > 0;)
-		if (taken[i / 64] & (1ULL << (i % 64)))
+		if (taken_at[i] == d) {
+			/* Record first: a nested fork between the two then
+			 * sees the lock held and not its own to release. */
+			taken_at[i] = 0;
 			jp__unlock(lock_at(i));
+		}
+	depth = d - 1;
 	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
 		_IO_list_unlock();
 }
@@ -101,8 +125,15 @@ static void atfork_child(void)
 	 * malloc; the interrupted code's unlock, if the handler returns,
 	 * finds it free.
 	 */
-	for (unsigned i = 0; i < NLOCKS; i++)
+	for (unsigned i = 0; i < NLOCKS; i++) {
 		jp__lock_reset(lock_at(i));
+		if (taken_at[i] == depth)
+			taken_at[i] = 0;
+	}
+	/* Locks of an outer fork that a nested one interrupted stay on
+	 * record: that fork's parent handler, which runs in this process when
+	 * the signal handler returns, releases them (free already: a no-op). */
+	depth--;
 	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
 		_IO_list_resetlock();
 }

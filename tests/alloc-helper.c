@@ -15,6 +15,12 @@
  *   alloc-helper check-overflow-256k  one byte past a block of 256 KiB
  *   alloc-helper check-double    a double free
  *   alloc-helper check-foreign   a free of a stack address
+ *   alloc-helper fork-nested     a signal handler forks while a fork's
+ *                                prepare handlers hold the allocator's
+ *                                locks; then parent and children allocate
+ *   alloc-helper fork-nested-stress  $FORKS forks in a loop while a 100 us
+ *                                timer's handler forks too, landing now
+ *                                and then inside the loop's fork handlers
  * The check-* cases that must abort print "ptr=<the block>" on stderr
  * first, so that the test can compare the whole message.
  *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
@@ -28,9 +34,13 @@
 #include <jpsync/alloc.h>
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -168,6 +178,164 @@ static int check_realloc(void)
 	return 0;
 }
 
+/*
+ * fork-nested.  The helper's own prepare handler is registered before the
+ * allocator's (which the first jp_alloc registers), so it runs after it:
+ * with every allocator lock held by the forking thread.  It raises a
+ * signal whose handler forks again (in a single-threaded process, where
+ * glibc's own fork takes no lock).  Parent and both children must then
+ * allocate: with one record of the locks taken, the nested prepare wiped
+ * the outer one's and the outer parent handler released nothing.
+ */
+static volatile sig_atomic_t nested_armed, nested_bad;
+
+static void exercise(void)
+{
+	void *p[64];
+
+	for (int i = 0; i < 64; i++)
+		p[i] = jp_alloc((size_t)(i * 523));
+	for (int i = 0; i < 64; i++)
+		jp_free(p[i]);
+	jp_free(jp_alloc(1 << 20));	/* huge: the huge lock */
+	jp_thread_flush();		/* the class locks */
+	jp_alloc_trim();		/* the segment lock */
+}
+
+static void nested_fork(int sig)
+{
+	int st, saved = errno;
+	pid_t pid;
+
+	(void)sig;
+	pid = fork();
+	if (pid == 0) {
+		exercise();
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		nested_bad = 1;
+	errno = saved;
+}
+
+static void prepare_raises(void)
+{
+	if (nested_armed) {
+		nested_armed = 0;	/* not again in the nested fork */
+		raise(SIGUSR1);
+	}
+}
+
+static int fork_nested(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = nested_fork;
+	sigemptyset(&sa.sa_mask);
+	if (pthread_atfork(prepare_raises, NULL, NULL) != 0 ||
+	    sigaction(SIGUSR1, &sa, NULL) != 0)
+		return 2;
+	alarm(30);	/* a deadlock ends by SIGALRM */
+	exercise();	/* the allocator starts: its handlers come second */
+	for (int r = 0; r < 20; r++) {
+		int st;
+		pid_t pid;
+
+		nested_armed = 1;
+		pid = fork();
+		if (pid == 0) {
+			exercise();
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0)
+			return 3;
+		exercise();	/* the parent: every lock free again */
+	}
+	return nested_bad ? 4 : 0;
+}
+
+/*
+ * fork-nested-stress: single-threaded (a process that ever had a thread
+ * deadlocks in glibc's own fork when a handler of a fork forks), forks in a
+ * loop while a 100 us CPU-time timer's handler forks as well.  The signal
+ * is blocked except around fork(), so that the handler's fork lands inside
+ * the loop's fork (the kernel delivers it as fork returns: after the
+ * prepare handlers took the locks, before the parent handlers release
+ * them) or just before it, and never inside the allocator's own code: a
+ * child forked from a handler that interrupted malloc itself inherits a
+ * half-done operation (as with any malloc; POSIX allows such a child only
+ * async-signal-safe calls), which is not what this tests.
+ */
+static volatile sig_atomic_t nest_forks, nest_inside, in_fork;
+
+static void timer_fork(int sig)
+{
+	if (in_fork)
+		nest_inside++;
+	nested_fork(sig);
+	nest_forks++;
+}
+
+static void mark_in_fork(void)
+{
+	in_fork = 1;	/* registered first: runs after the allocator's */
+}
+
+static void mark_out_of_fork(void)
+{
+	in_fork = 0;
+}
+
+static int fork_nested_stress(void)
+{
+	const char *e = getenv("FORKS");
+	int forks = e != NULL ? atoi(e) : 300, bad = 0;
+	struct sigaction sa;
+	struct itimerval it = { { 0, 100 }, { 0, 100 } }, off = { { 0, 0 }, { 0, 0 } };
+	sigset_t prof;
+
+	alarm(120);	/* a deadlock ends by SIGALRM */
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	sigprocmask(SIG_BLOCK, &prof, NULL);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = timer_fork;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (pthread_atfork(mark_in_fork, NULL, NULL) != 0 ||
+	    sigaction(SIGPROF, &sa, NULL) != 0)
+		return 2;
+	exercise();	/* the allocator's handlers, then ours: */
+	if (pthread_atfork(NULL, mark_out_of_fork, mark_out_of_fork) != 0)
+		return 2;
+	setitimer(ITIMER_PROF, &it, NULL);
+	for (int f = 0; f < forks; f++) {
+		int st = 0;
+		pid_t pid;
+
+		sigprocmask(SIG_UNBLOCK, &prof, NULL);
+		pid = fork();
+		sigprocmask(SIG_BLOCK, &prof, NULL);
+		if (pid == 0) {
+			setitimer(ITIMER_PROF, &off, NULL);
+			exercise();
+			_exit(0);
+		}
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad++;
+		exercise();
+	}
+	setitimer(ITIMER_PROF, &off, NULL);
+	fprintf(stderr, "forks %d nested %d (inside a fork %d) bad %d/%d\n", forks,
+		(int)nest_forks, (int)nest_inside, bad, (int)nested_bad);
+	return bad == 0 && !nested_bad ? 0 : 1;
+}
+
 static void *noted(void *p)
 {
 	fprintf(stderr, "ptr=%p\n", p);
@@ -183,6 +351,10 @@ int main(int argc, char **argv)
 		return bulk();
 	if (strcmp(mode, "check-ok") == 0)
 		return check_ok();
+	if (strcmp(mode, "fork-nested") == 0)
+		return fork_nested();
+	if (strcmp(mode, "fork-nested-stress") == 0)
+		return fork_nested_stress();
 	if (strcmp(mode, "check-aligned") == 0)
 		return check_aligned();
 	if (strcmp(mode, "check-realloc") == 0)

@@ -1138,6 +1138,108 @@ static void test_fork_in_signal_handler(void)
 	CU_ASSERT_EQUAL(sig_bad, 0);
 }
 
+/*
+ * Stress: fork while 6 threads are inside the allocator (small, large and
+ * huge blocks, realloc, frees of other threads' blocks, flushes and trims):
+ * thread 0 forks every few rounds; the child allocates in every class and
+ * on a new thread of its own, and exits; the parent goes on.
+ */
+#define FX_THREADS	6
+/* ThreadSanitizer does not let the child of a threaded process start a
+ * thread ("not supported. Dying"). */
+#if defined(__SANITIZE_THREAD__)
+# define FX_NO_CHILD_THREAD 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define FX_NO_CHILD_THREAD 1
+# endif
+#endif
+#define FX_SLOTS	64
+struct fork_mix {
+	void *_Atomic slot[FX_THREADS][FX_SLOTS];
+	_Atomic int bad, forks;
+};
+
+static void *fx_child_thread(void *arg)
+{
+	void *p[100];
+
+	(void)arg;
+	for (int i = 0; i < 100; i++)
+		p[i] = jp_alloc((size_t)(i * 2711));
+	for (int i = 0; i < 100; i++)
+		jp_free(p[i]);
+	return NULL;
+}
+
+static void fx_child(void)
+{
+	pthread_t t;
+	void *p;
+
+	alarm(20);
+	fx_child_thread(NULL);
+	p = jp_realloc(jp_alloc(100), 3 << 20);
+	jp_free(p);
+#ifndef FX_NO_CHILD_THREAD
+	if (pthread_create(&t, NULL, fx_child_thread, NULL) != 0 ||
+	    pthread_join(t, NULL) != 0)
+		_exit(2);
+#else
+	(void)t;
+#endif
+	jp_alloc_trim();
+	_exit(0);
+}
+
+static void fx_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct fork_mix *m = ctx;
+	unsigned other = (thread + 1) % FX_THREADS;
+	size_t n = (iter * 7919 + thread * 131) % 6 == 0 ? 300000 + iter % 5000 :
+		   (size_t)((iter * 2654435761u) % 70000);
+	void *p = jp_alloc(n), *q;
+
+	if (p == NULL) {
+		atomic_store(&m->bad, 1);
+		return;
+	}
+	memset(p, (int)thread, n < 256 ? n : 256);
+	p = jp_realloc(p, n / 2 + 1);
+	/* Hand it to the next thread's slot: that thread frees it. */
+	q = atomic_exchange(&m->slot[other][iter % FX_SLOTS], p);
+	jp_free(q);
+	if (iter % 64 == 0)
+		jp_thread_flush();
+	if (iter % 512 == 0)
+		jp_alloc_trim();
+	if (thread == 0 && iter % 16 == 0) {
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			fx_child();
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0)
+			atomic_store(&m->bad, 1);
+		atomic_fetch_add(&m->forks, 1);
+	}
+}
+
+static void test_fork_threads_in_malloc(void)
+{
+	struct fork_mix *m = calloc(1, sizeof *m);
+
+	CU_ASSERT_FATAL(m != NULL);
+	CU_ASSERT_EQUAL_FATAL(jp_hammer(FX_THREADS, jp_test_scaled(2000, 64), fx_body, m), 0);
+	CU_ASSERT_EQUAL(atomic_load(&m->bad), 0);
+	CU_ASSERT(atomic_load(&m->forks) > 0);
+	for (int t = 0; t < FX_THREADS; t++)
+		for (int i = 0; i < FX_SLOTS; i++)
+			jp_free(m->slot[t][i]);
+	free(m);
+}
+
 /* ---- helper programs ------------------------------------------------- */
 
 static char helper_path[4096];
@@ -1173,6 +1275,32 @@ static void run_helper(const char *mode, const char *env0, const char *env1,
 
 	snprintf(helper_path, sizeof helper_path, "%s/tests/alloc-helper", builddir());
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(exec_child, &e, res), 0);
+}
+
+static void test_fork_nested_in_prepare(void)
+{
+	struct jp_child_result res;
+
+	run_helper("fork-nested", NULL, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);	/* SIGALRM: deadlock */
+	if (!(res.exited && res.status == 0))
+		printf("\nexited %d status %d signal %d\n", res.exited, res.status, res.sig);
+}
+
+/* The helper: a single-threaded process (one that ever had a thread
+ * deadlocks in glibc's fork itself when a handler of a fork forks). */
+static void test_fork_nested_stress(void)
+{
+	struct jp_child_result res;
+	char env[64];
+
+	snprintf(env, sizeof env, "FORKS=%d", (int)jp_test_scaled(300, 20));
+	run_helper("fork-nested-stress", env, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);	/* SIGALRM: deadlock */
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, " bad 0/0"));
+	if (!(res.exited && res.status == 0))
+		printf("\nexited %d status %d signal %d: %s\n", res.exited, res.status,
+		       res.sig, res.err);
 }
 
 static void test_dlopen_by_unlinked_program(void)
@@ -2128,6 +2256,9 @@ static CU_TestInfo thread_tests[] = {
 	{ "stress: mixed sizes from 8 threads", test_stress_mixed_sizes },
 	{ "fork while other threads allocate", test_fork_while_allocating },
 	{ "fork from a signal handler that interrupted the allocator", test_fork_in_signal_handler },
+	{ "fork from a signal handler inside another fork's prepare handler", test_fork_nested_in_prepare },
+	{ "stress: forks nested at random points of other forks", test_fork_nested_stress },
+	{ "stress: fork while 6 threads are inside the allocator", test_fork_threads_in_malloc },
 	{ "dlopen by a program not linked with libjpsync", test_dlopen_by_unlinked_program },
 	{ NULL, NULL },
 };
@@ -2186,12 +2317,19 @@ int main(void)
 	 * A case that cannot run here is not registered, rather than run as
 	 * an empty pass; each one left out prints a line naming it and why.
 	 */
-	if (jp_test_sanitized() || jp_test_on_valgrind())
+	if (jp_test_sanitized() || jp_test_on_valgrind()) {
 		/* fork() from a handler that interrupted the allocator: the
 		 * sanitizer runtimes and valgrind intercept fork and signal
 		 * delivery themselves; this is checked natively. */
 		jp_test_unregister(thread_tests, test_fork_in_signal_handler,
 				   "sanitizers and valgrind: fork in a signal handler");
+		jp_test_unregister(thread_tests, test_fork_nested_stress,
+				   "sanitizers and valgrind: fork in a signal handler");
+	}
+	if (jp_test_sanitized())
+		/* The helper itself is built with the sanitizer here. */
+		jp_test_unregister(thread_tests, test_fork_nested_in_prepare,
+				   "sanitizers: fork in a signal handler");
 	if (jp_test_sanitized())
 		/* The sanitizer runtime must come first in an unlinked program. */
 		jp_test_unregister(thread_tests, test_dlopen_by_unlinked_program,
