@@ -20,8 +20,16 @@
  * did before (jp_realloc already does as glibc's realloc: realloc(p, 0)
  * with p != NULL frees p and returns NULL):
  *   - memalign() and valloc() round a non-power-of-two alignment up, as
- *     glibc's memalign does, while aligned_alloc() refuses it (EINVAL), as
- *     C17 and glibc 2.38 do;
+ *     glibc's memalign does, while aligned_alloc() refuses it (NULL, EINVAL;
+ *     0 included), as C17 and glibc 2.38 do.  glibc 2.36 (Debian 12) rounds
+ *     it up instead; the choice is fixed here, whatever C library the
+ *     program runs with, and documented in jp_alloc(3) and the README;
+ *   - posix_memalign() that fails for lack of memory returns ENOMEM and
+ *     leaves errno ENOMEM, as glibc's does (it fails in its malloc); an
+ *     alignment it refuses returns EINVAL and leaves errno alone;
+ *   - mallinfo(), mallinfo2(), malloc_stats() and malloc_info() describe
+ *     jp_alloc's heap (jp_alloc_stats), in glibc's shapes: programs that
+ *     watch their heap see it, not an empty glibc arena;
  *   - every page-rounding path (valloc, pvalloc) and every size + alignment
  *     sum is checked for overflow first and fails with ENOMEM.
  *
@@ -37,8 +45,10 @@
 #include <jpsync/alloc.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
@@ -71,6 +81,22 @@ SHIM_EXPORT void *__libc_memalign(size_t alignment, size_t size);
 SHIM_EXPORT void *__libc_valloc(size_t size);
 SHIM_EXPORT void *__libc_pvalloc(size_t size);
 SHIM_EXPORT int __posix_memalign(void **memptr, size_t alignment, size_t size);
+
+/* glibc's <malloc.h> structs, by layout (the header is not included: it
+ * declares the functions above with attributes of its own, and mallinfo2
+ * only since glibc 2.33). */
+struct shim_mallinfo {
+	int arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks;
+	int uordblks, fordblks, keepcost;
+};
+struct shim_mallinfo2 {
+	size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks;
+	size_t uordblks, fordblks, keepcost;
+};
+SHIM_EXPORT struct shim_mallinfo mallinfo(void);
+SHIM_EXPORT struct shim_mallinfo2 mallinfo2(void);
+SHIM_EXPORT void malloc_stats(void);
+SHIM_EXPORT int malloc_info(int options, FILE *fp);
 
 /* The allocator's own alignment: smaller requests need nothing special. */
 #define SHIM_MIN_ALIGN 16
@@ -144,10 +170,10 @@ int posix_memalign(void **memptr, size_t alignment, size_t size)
 	 * *memptr is left alone on failure, as in glibc. */
 	if (!is_pow2(alignment) || alignment % sizeof(void *) != 0)
 		return EINVAL;
-	int saved = errno;	/* posix_memalign reports, it does not set errno */
 	p = aligned(alignment, size);
 	if (p == NULL) {
-		errno = saved;
+		/* glibc's fails in its malloc, which sets errno: ENOMEM too. */
+		errno = ENOMEM;
 		return ENOMEM;
 	}
 	*memptr = p;
@@ -236,6 +262,129 @@ void free_aligned_sized(void *ptr, size_t alignment, size_t size)
 	(void)alignment;
 	(void)size;
 	jp_free(ptr);
+}
+
+/* ---- the heap's figures, in glibc's shapes ------------------------------
+ *
+ * glibc's fields, for jp_alloc: arena, the bytes mapped for blocks of the
+ * size classes (segments); hblks and hblkhd, the blocks above the largest
+ * class (own mappings) and their bytes; uordblks, the bytes of the size
+ * classes' blocks in use; fordblks, arena less those (free, in caches or
+ * never handed out); usmblks, the peak of all mapped bytes; keepcost, the
+ * bytes jp_alloc_trim could give back at once is not known without doing
+ * it: 0, as for glibc's mmap'ed heaps; ordblks, smblks and fsmblks (counts
+ * of free chunks of glibc's bins) have no equivalent: 0.
+ */
+static struct shim_mallinfo2 heap_info(void)
+{
+	struct jp_alloc_stats st;
+	struct shim_mallinfo2 m = { 0 };
+
+	if (jp_alloc_stats(&st, sizeof st) != 0)
+		return m;
+	m.hblks = st.huge_count;
+	m.hblkhd = st.huge_bytes;
+	m.arena = st.mapped > st.huge_bytes ? st.mapped - st.huge_bytes : 0;
+	m.uordblks = st.in_use > st.huge_bytes ? st.in_use - st.huge_bytes : 0;
+	m.fordblks = m.arena > m.uordblks ? m.arena - m.uordblks : 0;
+	m.usmblks = st.peak_mapped;
+	return m;
+}
+
+/* mallinfo's int fields: saturated at INT_MAX (glibc truncates, which
+ * makes 2 GiB and more look small or negative). */
+static int clamp_int(size_t v)
+{
+	return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+struct shim_mallinfo2 mallinfo2(void)
+{
+	return heap_info();
+}
+
+struct shim_mallinfo mallinfo(void)
+{
+	struct shim_mallinfo2 m = heap_info();
+	struct shim_mallinfo r = {
+		clamp_int(m.arena), clamp_int(m.ordblks), clamp_int(m.smblks),
+		clamp_int(m.hblks), clamp_int(m.hblkhd), clamp_int(m.usmblks),
+		clamp_int(m.fsmblks), clamp_int(m.uordblks), clamp_int(m.fordblks),
+		clamp_int(m.keepcost),
+	};
+
+	return r;
+}
+
+/* glibc's lines, on stderr, then jp_alloc's own table. */
+void malloc_stats(void)
+{
+	struct jp_alloc_stats st;
+	char buf[512];
+	int n;
+
+	if (jp_alloc_stats(&st, sizeof st) != 0)
+		return;
+	n = snprintf(buf, sizeof buf,
+		     "Arena 0:\nsystem bytes     = %10llu\nin use bytes     = %10llu\n"
+		     "Total (incl. mmap):\nsystem bytes     = %10llu\n"
+		     "in use bytes     = %10llu\nmax mmap regions = %10llu\n"
+		     "max mmap bytes   = %10llu\n",
+		     (unsigned long long)(st.mapped - st.huge_bytes),
+		     (unsigned long long)(st.in_use - st.huge_bytes),
+		     (unsigned long long)st.mapped, (unsigned long long)st.in_use,
+		     (unsigned long long)st.huge_count, (unsigned long long)st.huge_bytes);
+	if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0)
+		return;
+	jp_alloc_stats_print(2);
+}
+
+/* glibc's XML, with one heap: the size classes in use, then the totals. */
+int malloc_info(int options, FILE *fp)
+{
+	struct jp_alloc_stats st;
+	unsigned long long rest_n = 0, rest_b = 0;
+
+	if (options != 0)
+		return EINVAL;
+	if (jp_alloc_stats(&st, sizeof st) != 0)
+		return EINVAL;
+	fputs("<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n", fp);
+	for (uint32_t c = 0; c < st.nclasses && c < JP_ALLOC_STATS_CLASSES; c++) {
+		unsigned long long used = st.class_allocs[c] >= st.class_frees[c] ?
+			st.class_allocs[c] - st.class_frees[c] : 0;
+
+		if (used == 0)
+			continue;
+		fprintf(fp, "  <size from=\"%llu\" to=\"%llu\" total=\"%llu\" count=\"%llu\"/>\n",
+			c == 0 ? 1ULL : (unsigned long long)st.class_size[c - 1] + 1,
+			(unsigned long long)st.class_size[c],
+			used * st.class_size[c], used);
+		rest_n += used;
+		rest_b += used * st.class_size[c];
+	}
+	fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+		"<total type=\"rest\" count=\"%llu\" size=\"%llu\"/>\n"
+		"<system type=\"current\" size=\"%llu\"/>\n"
+		"<system type=\"max\" size=\"%llu\"/>\n"
+		"<aspace type=\"total\" size=\"%llu\"/>\n"
+		"<aspace type=\"mprotect\" size=\"%llu\"/>\n</heap>\n",
+		rest_n, rest_b, (unsigned long long)(st.mapped - st.huge_bytes),
+		(unsigned long long)st.peak_mapped,
+		(unsigned long long)(st.mapped - st.huge_bytes),
+		(unsigned long long)(st.mapped - st.huge_bytes));
+	fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+		"<total type=\"rest\" count=\"%llu\" size=\"%llu\"/>\n"
+		"<total type=\"mmap\" count=\"%llu\" size=\"%llu\"/>\n"
+		"<system type=\"current\" size=\"%llu\"/>\n"
+		"<system type=\"max\" size=\"%llu\"/>\n"
+		"<aspace type=\"total\" size=\"%llu\"/>\n"
+		"<aspace type=\"mprotect\" size=\"%llu\"/>\n</malloc>\n",
+		rest_n, rest_b, (unsigned long long)st.huge_count,
+		(unsigned long long)st.huge_bytes, (unsigned long long)st.mapped,
+		(unsigned long long)st.peak_mapped, (unsigned long long)st.mapped,
+		(unsigned long long)st.mapped);
+	return 0;
 }
 
 void cfree(void *ptr) SHIM_ALIAS(free);

@@ -11,10 +11,13 @@
  *             a pointer (pvalloc(SIZE_MAX), valloc, memalign, ...);
  *             malloc_usable_size(NULL) is 0; glibc's realloc(p, 0)
  *             (frees p, returns NULL, errno untouched; reallocarray too);
- *             posix_memalign below sizeof(void *) is EINVAL
+ *             posix_memalign below sizeof(void *) is EINVAL; one that
+ *             fails for memory leaves errno ENOMEM, as glibc's
  * libc        memory the C library allocates for us (strdup, getline,
  *             asprintf, fopen) comes from jp_alloc
  * trim        malloc_trim(0) after freeing a lot gives the memory back
+ * mallinfo    mallinfo, mallinfo2, malloc_stats and malloc_info describe
+ *             jp_alloc's heap (they reported an empty glibc arena)
  * fork-signal fork() from a signal handler that interrupted malloc or free
  *             in the same thread
  * fork-stdio  fork() racing getline and fflush(NULL) in other threads
@@ -152,6 +155,7 @@ static const char *const all_names[] = {
 	"malloc_trim", "free_sized", "free_aligned_sized", "cfree",
 	"__libc_malloc", "__libc_calloc", "__libc_realloc", "__libc_free",
 	"__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign",
+	"mallinfo", "mallinfo2", "malloc_stats", "malloc_info",
 };
 
 static void case_names(void)
@@ -355,10 +359,12 @@ static void case_errors(void)
 		EXPECT_NOMEM(malloc(n));
 		EXPECT_NOMEM(__libc_malloc(n));
 		p = (void *)&p;
+		errno = 0;
 		int rc = posix_memalign(&p, page, n);
-		CHECK(rc == ENOMEM && p == (void *)&p,
-		      "posix_memalign(page, %zu) = %d, memptr %s", n, rc,
-		      p == (void *)&p ? "untouched" : "changed");
+		/* glibc's fails in its malloc, which sets errno. */
+		CHECK(rc == ENOMEM && p == (void *)&p && errno == ENOMEM,
+		      "posix_memalign(page, %zu) = %d, memptr %s, errno %d", n, rc,
+		      p == (void *)&p ? "untouched" : "changed", errno);
 	}
 	EXPECT_NOMEM(calloc(opaque(SIZE_MAX / 2), 3));
 	EXPECT_NOMEM(__libc_calloc(opaque(SIZE_MAX / 4 + 1), 8));
@@ -791,6 +797,80 @@ static void case_dlopen(const char *path)
 	printf("dlopen: %s loaded with libjpsync.so.1 after start-up\n", path);
 }
 
+/* mallinfo and company describe jp_alloc's heap: 20 MiB in small blocks
+ * and one 24 MiB block are there, and gone once freed. */
+struct old_mallinfo {
+	int arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks;
+	int uordblks, fordblks, keepcost;
+};
+
+static void case_mallinfo(void)
+{
+	struct mallinfo2 a, b, c;
+	struct old_mallinfo (*mi)(void) =
+		(struct old_mallinfo (*)(void))dlsym(RTLD_DEFAULT, "mallinfo");
+	enum { N = 20 * 1024 };
+	static void *blk[N];
+	void *big;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(mi != NULL && in_module((void *)mi), "mallinfo is the module's");
+	a = mallinfo2();
+	for (int i = 0; i < N; i++)
+		blk[i] = malloc(1024);
+	big = malloc(24u << 20);
+	b = mallinfo2();
+	CHECK(b.uordblks >= a.uordblks + (size_t)N * 1024, "uordblks grew by 20 MiB: %zu -> %zu",
+	      a.uordblks, b.uordblks);
+	CHECK(b.arena >= b.uordblks && b.fordblks == b.arena - b.uordblks,
+	      "arena %zu >= uordblks %zu, fordblks the rest", b.arena, b.uordblks);
+	CHECK(b.hblks >= 1 && b.hblkhd >= (24u << 20), "hblks %zu, hblkhd %zu",
+	      b.hblks, b.hblkhd);
+	if (mi != NULL) {
+		struct old_mallinfo o = mi();
+
+		CHECK(o.uordblks >= N * 1024 && o.hblkhd >= (24 << 20),
+		      "mallinfo: uordblks %d hblkhd %d", o.uordblks, o.hblkhd);
+	}
+	f = open_memstream(&buf, &len);
+	CHECK(f != NULL && malloc_info(0, f) == 0, "malloc_info(0)");
+	if (f != NULL) {
+		fclose(f);
+		CHECK(strncmp(buf, "<malloc version=\"1\">", 20) == 0 &&
+		      strstr(buf, "<total type=\"mmap\" count=\"") != NULL &&
+		      strstr(buf, "</malloc>\n") != NULL, "malloc_info XML");
+		free(buf);
+	}
+	CHECK(malloc_info(1, stdout) == EINVAL, "malloc_info(1) is EINVAL");
+	for (int i = 0; i < N; i++)
+		free(blk[i]);
+	free(big);
+	c = mallinfo2();
+	CHECK(c.uordblks + (size_t)N * 1024 <= b.uordblks && c.hblkhd + (24u << 20) <= b.hblkhd,
+	      "freed: uordblks %zu, hblkhd %zu", c.uordblks, c.hblkhd);
+	/* malloc_stats: glibc's lines on stderr. */
+	{
+		int fds[2], saved = dup(2);
+		char out[8192];
+		ssize_t n;
+
+		CHECK(pipe(fds) == 0 && saved >= 0, "pipe");
+		dup2(fds[1], 2);
+		malloc_stats();
+		dup2(saved, 2);
+		close(saved);
+		close(fds[1]);
+		n = read(fds[0], out, sizeof out - 1);
+		close(fds[0]);
+		out[n > 0 ? n : 0] = '\0';
+		CHECK(strstr(out, "system bytes     = ") != NULL &&
+		      strstr(out, "in use bytes     = ") != NULL &&
+		      strstr(out, "max mmap regions = ") != NULL, "malloc_stats printed:\n%s", out);
+	}
+}
+
 /* ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -808,6 +888,8 @@ int main(int argc, char **argv)
 		case_libc();
 	else if (strcmp(c, "trim") == 0)
 		case_trim();
+	else if (strcmp(c, "mallinfo") == 0)
+		case_mallinfo();
 	else if (strcmp(c, "fork-signal") == 0)
 		case_fork_signal();
 	else if (strcmp(c, "fork-stdio") == 0)
@@ -821,7 +903,7 @@ int main(int argc, char **argv)
 	else if (strcmp(c, "dlopen") == 0 && argc > 2)
 		case_dlopen(argv[2]);
 	else {
-		fprintf(stderr, "usage: %s names|errors|libc|trim|fork-signal|fork-stdio|"
+		fprintf(stderr, "usage: %s names|errors|libc|trim|mallinfo|fork-signal|fork-stdio|"
 			"threads|hook|hook-after|dlopen PATH\n", argv[0]);
 		return 2;
 	}

@@ -33,7 +33,7 @@ check() {
 # Under qemu-user two cases fail with glibc's own malloc as well, so they
 # say nothing about the module there: they are left out by name (and run
 # natively and on i386).
-for c in names errors libc trim fork-signal fork-stdio threads; do
+for c in names errors libc trim mallinfo fork-signal fork-stdio threads; do
   if [ -n "${JP_EMULATOR:-}" ]; then
     case $c in
       fork-signal) echo "not run here (qemu-user deadlocks on fork() in a signal handler, glibc's malloc too): $c"; continue ;;
