@@ -130,8 +130,11 @@ JP_EXPORT int jp_alloc_stats(struct jp_alloc_stats *st, size_t st_size)
 
 /* ---- the table -------------------------------------------------------- */
 
+/* The whole table fits (52 classes of 80 bytes and the head), so that it
+ * goes out in one write: tables of processes that exit together, appended
+ * to one file, do not interleave. */
 struct out {
-	char buf[4096];
+	char buf[12288];
 	size_t len;
 	int fd;
 	int err;
@@ -168,14 +171,15 @@ static void out_num(struct out *o, uint64_t v, int width)
 	out_str(o, num);
 }
 
-/* part/whole as a percentage with one decimal, right-aligned in 6. */
-static void out_pct(struct out *o, uint64_t part, uint64_t whole)
+/* part/whole as a percentage with one decimal, right-aligned in 6 (pad)
+ * or as it is. */
+static void out_pct_as(struct out *o, uint64_t part, uint64_t whole, bool pad)
 {
 	char num[24], frac[4];
 	uint64_t permille;
 
 	if (whole == 0) {
-		out_str(o, "     -");
+		out_str(o, pad ? "     -" : "-");
 		return;
 	}
 	permille = (uint64_t)((double)part * 1000.0 / (double)whole + 0.5);
@@ -184,24 +188,33 @@ static void out_pct(struct out *o, uint64_t part, uint64_t whole)
 	frac[1] = (char)('0' + permille % 10);
 	frac[2] = '%';
 	frac[3] = '\0';
-	for (int n = (int)strlen(num); n < 3; n++)
+	for (int n = (int)strlen(num); pad && n < 3; n++)
 		out_str(o, " ");
 	out_str(o, num);
 	out_str(o, frac);
 }
 
-static void out_bytes_line(struct out *o, const char *label, uint64_t v,
-			   const char *peak_label, uint64_t peak)
+static void out_pct(struct out *o, uint64_t part, uint64_t whole)
 {
+	out_pct_as(o, part, whole, true);
+}
+
+/* A label, then v in bytes right-aligned and in human units. */
+static void out_bytes(struct out *o, const char *label, uint64_t v)
+{
+	char h[24];
+
 	out_str(o, label);
 	out_num(o, v, 16);
-	out_str(o, " bytes");
-	if (peak_label != NULL) {
-		out_str(o, peak_label);
-		out_num(o, peak, 16);
-		out_str(o, " bytes");
-	}
-	out_str(o, "\n");
+	out_str(o, " bytes  ");
+	out_str(o, jp__fmt_bytes(h, v));
+}
+
+static void out_human(struct out *o, uint64_t v)
+{
+	char h[24];
+
+	out_str(o, jp__fmt_bytes(h, v));
 }
 
 JP_EXPORT int jp_alloc_stats_print(int fd)
@@ -213,36 +226,59 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	if (fd < 0)
 		return EBADF;
 	jp__stats_collect(&st, cm);
+	/* The summary: one line, in human units. */
 	out_str(&o, "jpsync allocator statistics (pid ");
 	out_num(&o, (uint64_t)getpid(), 0);
-	out_str(&o, ")\n");
-	out_bytes_line(&o, "  in use     ", st.in_use, "   peak", st.peak_in_use);
-	out_bytes_line(&o, "  mapped     ", st.mapped, "   peak", st.peak_mapped);
-	out_bytes_line(&o, "  cached     ", st.cached, NULL, 0);
-	out_bytes_line(&o, "  given back ", st.trimmed, NULL, 0);
-	out_str(&o, "  huge       ");
-	out_num(&o, st.huge_bytes, 16);
-	out_str(&o, " bytes in ");
+	out_str(&o, "): ");
+	out_human(&o, st.in_use);
+	out_str(&o, " in use (peak ");
+	out_human(&o, st.peak_in_use);
+	out_str(&o, "), ");
+	out_human(&o, st.mapped);
+	out_str(&o, " mapped (peak ");
+	out_human(&o, st.peak_mapped);
+	out_str(&o, "), ");
+	out_num(&o, st.allocs, 0);
+	out_str(&o, " allocations, ");
+	out_pct_as(&o, st.cache_hits, st.cache_hits + st.cache_misses, false);
+	out_str(&o, " from thread caches\n");
+	/* The details, one labelled figure a line. */
+	out_bytes(&o, "  in use          ", st.in_use);
+	out_str(&o, "\n");
+	out_bytes(&o, "  in use, peak    ", st.peak_in_use);
+	out_str(&o, "  (upper bound)\n");
+	out_bytes(&o, "  mapped          ", st.mapped);
+	out_str(&o, "\n");
+	out_bytes(&o, "  mapped, peak    ", st.peak_mapped);
+	out_str(&o, "\n");
+	out_bytes(&o, "  in thread caches", st.cached);
+	out_str(&o, "\n");
+	out_bytes(&o, "  given back      ", st.trimmed);
+	out_str(&o, "  (to the system, so far)\n");
+	out_bytes(&o, "  huge blocks     ", st.huge_bytes);
+	out_str(&o, "  in ");
 	out_num(&o, st.huge_count, 0);
-	out_str(&o, " blocks\n");
-	out_str(&o, "  threads    ");
+	out_str(&o, st.huge_count == 1 ? " block (above 256 KiB)\n" : " blocks (above 256 KiB)\n");
+	out_str(&o, "  threads         ");
 	out_num(&o, st.threads, 16);
-	out_str(&o, "\n  allocs     ");
+	out_str(&o, "  (with a cache, now)\n  allocations     ");
 	out_num(&o, st.allocs, 16);
-	out_str(&o, "   frees ");
+	out_str(&o, "\n  frees           ");
 	out_num(&o, st.frees, 16);
-	out_str(&o, "\n  cache hits ");
+	out_str(&o, "\n  cache hits      ");
 	out_num(&o, st.cache_hits, 16);
-	out_str(&o, "   rate  ");
-	out_pct(&o, st.cache_hits, st.cache_hits + st.cache_misses);
-	out_str(&o, "\n  class       size         allocs          frees         in use   hit%\n");
+	out_str(&o, "  ");
+	out_pct_as(&o, st.cache_hits, st.cache_hits + st.cache_misses, false);
+	out_str(&o, " of allocations of up to 256 KiB\n");
+	/* Per size class: the columns, labelled. */
+	out_str(&o, "  class  block size    allocations          frees  blocks in use   hit%\n");
 	for (uint32_t c = 0; c < st.nclasses; c++) {
 		uint64_t a = st.class_allocs[c], f = st.class_frees[c];
 
 		if (a == 0 && f == 0)
 			continue;
 		out_num(&o, c, 7);
-		out_num(&o, st.class_size[c], 11);
+		out_num(&o, st.class_size[c], 12);
 		out_num(&o, a, 15);
 		out_num(&o, f, 15);
 		out_num(&o, a >= f ? a - f : 0, 15);
@@ -270,20 +306,58 @@ void jp__stats_init(void)
 		stats_fd = jp__os_dup_high(2, 1000, stats_id);
 }
 
+/*
+ * The file of JPSYNC_STATS=path for this process: "%p" in path is its
+ * process id ("%%" a "%"), so that each process of a program writes a file
+ * of its own; without "%p" each process appends its table (one write,
+ * headed by its pid), and jpsync-run empties the file before the program
+ * starts.  false when the name would not fit.
+ */
+static bool stats_path(const char *tmpl, char *out, size_t cap)
+{
+	char num[24];
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (const char *p = tmpl; *p != '\0'; p++) {
+		char one[2] = { *p, '\0' };
+
+		if (p[0] == '%' && p[1] == 'p') {
+			jp__str_add(out, cap, &len, jp__fmt_u64(num, (uint64_t)getpid()));
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			jp__str_add(out, cap, &len, "%");
+			p++;
+		} else
+			jp__str_add(out, cap, &len, one);
+		if (len >= cap - 1)
+			return false;
+	}
+	return true;
+}
+
 /* JPSYNC_STATS=1 (stderr) or =path: the table at exit. */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
 	const struct jp_options *opt = jp__options();
+	char path[JP_STATS_PATH_MAX + 32], num[24];
 	int fd;
 
 	if (opt->stats == JP_STATS_STDERR)
 		jp_alloc_stats_print(jp__os_fd_is(stats_fd, stats_id) ? stats_fd : 2);
 	else if (opt->stats == JP_STATS_FILE) {
-		fd = open(opt->stats_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (!stats_path(opt->stats_path, path, sizeof path))
+			fd = -1, errno = ENAMETOOLONG;
+		else
+			fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			jp__os_puts(2, "jpsync: JPSYNC_STATS: cannot open ");
-			jp__os_puts(2, opt->stats_path);
-			jp__os_puts(2, "\n");
+			/* One line per process: jpsync-run checks the file before
+			 * the program starts, and warns once for all of them. */
+			jp__os_puts(2, "jpsync: warning: JPSYNC_STATS: cannot write ");
+			jp__os_puts(2, path);
+			jp__os_puts(2, " (errno ");
+			jp__os_puts(2, jp__fmt_u64(num, (uint64_t)errno));
+			jp__os_puts(2, "); no statistics\n");
 			return;
 		}
 		jp_alloc_stats_print(fd);

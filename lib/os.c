@@ -338,6 +338,42 @@ int jp__os_gettid(void)
 	return (int)syscall(SYS_gettid);
 }
 
+char *jp__fmt_bytes(char *buf, uint64_t v)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	uint64_t whole = v, tenths = 0;
+	int u = -1;
+	size_t n;
+
+	if (v < 1024) {
+		jp__fmt_u64(buf, v);
+		strcat(buf, " B");
+		return buf;
+	}
+	/* One decimal, rounded: 1536 is 1.5 KiB, 1048064 is 1023.5 KiB. */
+	while (whole >= 1024 && u < 5) {
+		tenths = (whole % 1024) * 10 + 512;
+		whole /= 1024;
+		u++;
+	}
+	tenths /= 1024;
+	if (tenths >= 10) {
+		whole++;
+		tenths -= 10;
+		if (whole == 1024 && u < 5) {
+			whole = 1;
+			u++;
+		}
+	}
+	jp__fmt_u64(buf, whole);
+	n = strlen(buf);
+	buf[n++] = '.';
+	buf[n++] = (char)('0' + tenths);
+	buf[n++] = ' ';
+	strcpy(buf + n, unit[u]);
+	return buf;
+}
+
 void jp__str_add(char *buf, size_t cap, size_t *len, const char *s)
 {
 	size_t n = strlen(s);

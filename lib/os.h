@@ -100,6 +100,9 @@ int jp__os_puts(int fd, const char *s);
 char *jp__fmt_hex(char *buf, uintptr_t v);
 /* Format v in decimal into buf of at least 21 bytes; returns buf. */
 char *jp__fmt_u64(char *buf, uint64_t v);
+/* v bytes in binary units with one decimal ("512 B", "1.5 KiB", "12.0 MiB"),
+ * into buf of at least 24 bytes; returns buf. */
+char *jp__fmt_bytes(char *buf, uint64_t v);
 /* Append s to the string of *len bytes in buf (cap bytes), cut to fit,
  * NUL-terminated; *len grows by what went in.  The messages of the library
  * (options, check mode) are built with it, on the stack. */

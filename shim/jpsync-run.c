@@ -31,6 +31,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -274,6 +275,49 @@ static void strip_last(char *dir)
 }
 
 /*
+ * --stats=FILE: make sure the program's processes can write it, before they
+ * run, so that a file that cannot be written is one warning here rather
+ * than one per process at exit; then the program runs without statistics.
+ * Without %p every process appends its table to FILE: empty it now.  With
+ * %p each writes its own: its directory must be writable.
+ */
+static void stats_file_check(size_t i)
+{
+	const char *v = var_value[i];
+	bool per_process = false;
+	int err = 0;
+
+	if (v == NULL || v[0] != '/')
+		return;		/* not a file: standard error, or off */
+	for (const char *p = v; *p != '\0'; p++)
+		if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
+			per_process |= p[1] == 'p';
+			p++;
+		}
+	if (per_process) {
+		char *dir = xstrdup(v);
+
+		strip_last(dir);
+		if (access(dir[0] != '\0' ? dir : "/", W_OK | X_OK) != 0)
+			err = errno;
+		free(dir);
+	} else {
+		int fd = open(v, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			err = errno;
+		else
+			close(fd);
+	}
+	if (err != 0) {
+		fprintf(stderr, "%s: warning: cannot write the statistics to %s: %s; "
+			"running without --stats\n", me, v, strerror(err));
+		free(var_value[i]);
+		var_value[i] = NULL;
+	}
+}
+
+/*
  * Where the module is: a malloc'ed path, or NULL with the places tried in
  * tried[].  The uninstalled module needs nothing more: libtool links it with
  * a run path to the uninstalled libjpsync.so.1 (lib/.libs), and relinks it
@@ -413,6 +457,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	for (size_t i = 0; i < jp__option_count; i++)
+		if (jp__option_table[i].kind == JP_OPT_STATS)
+			stats_file_check(i);
 	if (setenv("LD_PRELOAD", preload, 1) != 0)
 		die(EXIT_INTERNAL, "cannot set LD_PRELOAD: %s", strerror(errno));
 	for (size_t i = 0; i < jp__option_count; i++) {

@@ -1989,12 +1989,26 @@ static void test_stats_print(void)
 	close(fds[0]);
 	CU_ASSERT_FATAL(n > 0);
 	buf[n] = '\0';
-	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "in use"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "mapped"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "peak"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "frees"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "rate"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "   112 "));	/* class of 100 */
+	/* A one-line summary in human units first. */
+	{
+		char want[96], *nl = strchr(buf, '\n');
+
+		snprintf(want, sizeof want, "jpsync allocator statistics (pid %d): ", (int)getpid());
+		CU_ASSERT_EQUAL(strncmp(buf, want, strlen(want)), 0);
+		CU_ASSERT_FATAL(nl != NULL);
+		*nl = '\0';
+		CU_ASSERT_PTR_NOT_NULL(strstr(buf, " in use (peak "));
+		CU_ASSERT_PTR_NOT_NULL(strstr(buf, " mapped (peak "));
+		CU_ASSERT_PTR_NOT_NULL(strstr(buf, " MiB mapped"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(buf, " from thread caches"));
+		*nl = '\n';
+	}
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\n  in use  "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\n  mapped, peak  "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\n  frees  "));
+	/* The class table's columns are labelled. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\n  class  block size    allocations          frees  blocks in use   hit%\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "         112 "));	/* class of 100 */
 	CU_ASSERT_EQUAL(jp_alloc_stats_print(-1), EBADF);
 }
 

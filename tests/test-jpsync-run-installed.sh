@@ -13,6 +13,15 @@ make_tmp
 dest="$tmp/dest"
 make -s -C "$top_builddir" install DESTDIR="$dest" > "$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log"; fail "make install DESTDIR=$dest"; }
+# make install prefix=DIR is refused, before it installs anything (the
+# configured prefix is built into jpsync-run, jpsync.pc and the run paths).
+if make -s -C "$top_builddir" install prefix="$tmp/other" > "$tmp/prefix.log" 2>&1; then
+  fail "make install prefix=DIR succeeded: it installs a tree that does not work"
+fi
+grep -q "^error: make install prefix=$tmp/other: this tree was configured with --prefix=" "$tmp/prefix.log" ||
+  { cat "$tmp/prefix.log"; fail "make install prefix=DIR: no message naming configure --prefix"; }
+[ -e "$tmp/other" ] && fail "make install prefix=DIR installed files before it refused"
+echo "ok: make install prefix=DIR is refused with a message"
 libdir="$dest$(pkg-config --variable=libdir "$top_builddir/jpsync.pc")"
 inst_run=$(find "$dest" -path '*/bin/jpsync-run' -type f | head -n 1)
 inst_module=$(find "$dest" -name libjpsync-preload.so -type f | head -n 1)
@@ -38,7 +47,8 @@ $READELF --dyn-syms -W "$inst_module" |
   awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") {print $8}' |
   sort -u > "$tmp/syms"
 for s in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign \
-         valloc pvalloc malloc_usable_size malloc_trim free_sized free_aligned_sized cfree \
+         valloc pvalloc malloc_usable_size malloc_trim mallinfo mallinfo2 malloc_stats malloc_info \
+         free_sized free_aligned_sized cfree \
          __libc_malloc __libc_calloc __libc_realloc __libc_free __libc_memalign \
          __libc_valloc __libc_pvalloc __posix_memalign; do
   grep -qx "$s" "$tmp/syms" || fail "installed module does not export $s"

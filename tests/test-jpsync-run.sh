@@ -243,6 +243,39 @@ grep -q "$abs_module" "$tmp/maps" || bad "the module is not mapped in cat"
   bad "--stats=FILE run failed"
 grep -q 'jpsync allocator statistics' "$tmp/stats.txt" 2>/dev/null ||
   bad "--stats=stats.txt wrote no statistics"
+# Every process's table is kept: appended, each headed by its pid (the file
+# emptied first), or one file per process with %p.  (Three processes: cat,
+# ls and the last cat, which sh becomes; sh itself ends with _exit.)
+echo "an old table" > "$tmp/all.txt"
+$t "$run" --stats="$tmp/all.txt" sh -c 'cat /dev/null; ls / > /dev/null; exec cat /dev/null' ||
+  bad "--stats=FILE with three processes failed"
+n=$(grep -c '^jpsync allocator statistics (pid [0-9]*): ' "$tmp/all.txt")
+pids=$(sed -n 's/^jpsync allocator statistics (pid \([0-9]*\)).*/\1/p' "$tmp/all.txt" | sort -u | wc -l)
+[ "$n" -eq 3 ] && [ "$pids" -eq 3 ] || bad "--stats=FILE kept $n tables of $pids processes, expected 3 of 3"
+grep -q "an old table" "$tmp/all.txt" && bad "--stats=FILE did not empty the file first"
+mkdir "$tmp/per"
+$t "$run" --stats="$tmp/per/s.%p.txt" sh -c 'cat /dev/null; ls / > /dev/null; exec cat /dev/null' ||
+  bad "--stats=FILE.%p run failed"
+n=$(ls "$tmp/per" | grep -c '^s\.[0-9]*\.txt$')
+[ "$n" -eq 3 ] || bad "--stats=s.%p.txt made $n files, expected 3: $(ls "$tmp/per")"
+for f in "$tmp"/per/s.*.txt; do
+  pid=${f##*/s.}; pid=${pid%.txt}
+  head -n 1 "$f" | grep -q "^jpsync allocator statistics (pid $pid): " || bad "$f is not the table of $pid"
+done
+# The table: a summary line in human units, then labelled figures and columns.
+head -n 1 "$tmp/all.txt" | grep -Eq ': [0-9.]+ (B|KiB|MiB|GiB) in use \(peak [0-9.]+ (B|KiB|MiB|GiB)\), [0-9.]+ (B|KiB|MiB|GiB) mapped \(peak .*\), [0-9]+ allocations, ([0-9.]+%|-) from thread caches$' ||
+  bad "the table's first line is no summary: $(head -n 1 "$tmp/all.txt")"
+grep -q '^  class  block size    allocations          frees  blocks in use   hit%$' "$tmp/all.txt" ||
+  bad "the class table has no labelled columns"
+# A file that cannot be written: one warning, for all the processes, and the
+# program runs as it would (exit status, output).
+out=$($t "$run" --stats=/nonexistent-dir/s.txt sh -c 'cat /dev/null; ls / > /dev/null; echo ran' 2> "$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = ran ] || bad "--stats to an unwritable file: exit $rc, output '$out'"
+[ "$(wc -l < "$tmp/err")" -eq 1 ] && grep -q "^jpsync-run: warning: cannot write the statistics to /nonexistent-dir/s.txt: " "$tmp/err" ||
+  { bad "--stats to an unwritable file: not exactly one warning:"; cat "$tmp/err"; }
+$t "$run" --stats=/nonexistent-dir/s.%p sh -c 'cat /dev/null; true' 2> "$tmp/err" ||
+  bad "--stats=unwritable %p: failed"
+[ "$(wc -l < "$tmp/err")" -eq 1 ] || { bad "--stats=unwritable %p: not one warning:"; cat "$tmp/err"; }
 # --verbose: the options in force, on stderr.
 $t "$run" --verbose --magazine=8 true 2> "$tmp/err"
 grep -q 'JPSYNC_MAG_SIZE=8' "$tmp/err" || { bad "--verbose printed:"; cat "$tmp/err"; }

@@ -159,7 +159,28 @@ static void test_die_message(void)
 	CU_ASSERT_STRING_EQUAL(r.err, "jpsync: invalid free of 0x1234\n");
 }
 
+/* Human units for the statistics' summary, and the string builder. */
+static void test_fmt_bytes_and_str_add(void)
+{
+	char buf[32], line[8];
+	size_t len = 0;
+
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 0), "0 B");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1023), "1023 B");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1024), "1.0 KiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1536), "1.5 KiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1048064), "1023.5 KiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1048575), "1.0 MiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, (uint64_t)13 << 30 | (uint64_t)1 << 29), "13.5 GiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, UINT64_MAX), "16.0 EiB");
+	jp__str_add(line, sizeof line, &len, "abc");
+	jp__str_add(line, sizeof line, &len, "defgh");	/* cut to fit */
+	CU_ASSERT_STRING_EQUAL(line, "abcdefg");
+	CU_ASSERT_EQUAL(len, 7);
+}
+
 static CU_TestInfo os_tests[] = {
+	{ "bytes in human units; the string builder", test_fmt_bytes_and_str_add },
 	{ "futex wait returns at once when the value differs", test_futex_value_mismatch_returns },
 	{ "futex wait honours its CLOCK_MONOTONIC deadline", test_futex_deadline },
 	{ "futex wake wakes a sleeper", test_futex_wake },
