@@ -215,8 +215,10 @@ static JP_NOINLINE void free_generic(void *p)
 		jp__die_ptr("invalid free", p);
 	r = jp__reg_get(a);
 	if (r == JP_REG_SMALL) {
-		struct jp_span *s = jp__span_of(a);
+		struct jp_span *s;
 
+		jp__segment_checked(a);
+		s = jp__span_of(a);
 		if (!jp__is_block(s, a))
 			jp__die_ptr("invalid free", p);
 		if (((uintptr_t *)p)[1] == jp__ag.key &&
@@ -287,8 +289,10 @@ static size_t usable(const void *p, const char *what)
 	if ((a >> JP_SEG_SHIFT) >= JP_REG_N)
 		jp__die_ptr(what, p);
 	if (jp__reg_get(a) == JP_REG_SMALL) {
-		struct jp_span *s = jp__span_of(a);
+		struct jp_span *s;
 
+		jp__segment_checked(a);
+		s = jp__span_of(a);
 		if (jp__is_block(s, a))
 			return s->bsize;
 		jp__die_ptr(what, p);

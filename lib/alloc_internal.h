@@ -202,6 +202,19 @@ static inline unsigned jp__reg_get(uintptr_t a)
 #endif
 }
 
+/* The segment of a pointer whose chunk the registry marks small; dies when
+ * its header is damaged (an overflow from the memory below it): the slow
+ * paths look before they follow the header's pointers. */
+static inline struct jp_segment *jp__segment_checked(uintptr_t a)
+{
+	struct jp_segment *seg = (struct jp_segment *)(a & ~(uintptr_t)JP_SEG_MASK);
+
+	if (jp_unlikely(seg->magic != JP_SEG_MAGIC))
+		jp__die_block("damaged segment header", seg, SIZE_MAX, 0, 7,
+			      "an overflow from the memory below it");
+	return seg;
+}
+
 /* Span of a pointer known to be in a small segment. */
 static inline struct jp_span *jp__span_of(uintptr_t a)
 {

@@ -19,6 +19,18 @@
  * can take its slices.  The chains of a shard whose last thread exits, and
  * every chain before a new segment is mapped, go back to their spans, so
  * that no chain keeps a span from its segment for long.
+ *
+ * Damage found on the way, at no cost to the fast paths: every block on a
+ * span's free list carries the double-free key in its word 1 (written
+ * here) and a link to a block of the same span (or NULL) in word 0, and a block of a class the
+ * thread caches never hold (above 32 KiB: each free comes here at once)
+ * also a guard pattern in its next 48 bytes and its last 32.  The refill
+ * that takes a block from the list checks them (free_block_check), so a
+ * write after free, or an overflow or underflow of a neighbour that ran
+ * into a free block, ends the process with the block and the bytes named,
+ * where it used to corrupt the list or go unseen.  (A free block in a
+ * thread's cache or on a transfer chain is not checked; JPSYNC_CHECK checks
+ * every block.)
  */
 #include "alloc_internal.h"
 
@@ -29,6 +41,13 @@ struct jp_central jp__central[JP_NSHARDS][JP_NCLASSES];
 unsigned jp__nshards = 1;		/* in use: 4 per CPU, at most 8 */
 /* Live heaps per shard. */
 static _Atomic unsigned shard_heaps[JP_NSHARDS];
+
+/* Classes above this have guards in their free blocks: the thread caches
+ * never hold them (tcache.c, BIN_BLOCK_MAX), so every free passes here. */
+#define GUARD_MIN	((size_t)32 << 10)
+#define GUARD_HEAD	48	/* bytes after words 0 and 1 */
+#define GUARD_TAIL	32	/* bytes at the end of the block */
+#define GUARD_BYTE	0x5b
 
 /* The most that a class's transfer chains of one shard may hold. */
 #define XFER_BYTES	((size_t)64 << 10)
@@ -98,6 +117,62 @@ static struct jp_span *span_new(struct jp_central *k, unsigned shard, uint32_t c
 
 static void xfer_drain_all(void);
 
+static bool guarded(const struct jp_span *s)
+{
+	return s->bsize > GUARD_MIN && !jp__ag.check;	/* check.c fills its own */
+}
+
+/* Offsets [lo, hi) of block b that are not GUARD_BYTE widen [*first, *last]. */
+static void guard_scan(const unsigned char *b, size_t lo, size_t hi,
+		       long long *first, long long *last)
+{
+	for (size_t i = lo; i < hi; i++)
+		if (b[i] != GUARD_BYTE) {
+			if (*first > (long long)i)
+				*first = (long long)i;
+			*last = (long long)i;
+		}
+}
+
+/*
+ * Block b is taken from the free list of span s (class lock held): its key,
+ * its link and, for a guarded class, its guards must be as the free left
+ * them.  Dies naming the bytes otherwise.
+ */
+static void free_block_check(const struct jp_span *s, const unsigned char *b)
+{
+	uintptr_t next = ((const uintptr_t *)(const void *)b)[0];
+	uintptr_t key = ((const uintptr_t *)(const void *)b)[1];
+	uintptr_t start = jp__span_start(s);
+	long long first = LLONG_MAX, last = -1;
+
+	if (key != jp__ag.key) {
+		for (unsigned i = 0; i < sizeof key; i++)
+			if (((key ^ jp__ag.key) >> (8 * i) & 0xff) != 0) {
+				if (first == LLONG_MAX)
+					first = (long long)(sizeof key + i);
+				last = (long long)(sizeof key + i);
+			}
+	}
+	/* The link: NULL or a block of this span (the range first: the
+	 * block test holds for offsets below 2^32 only). */
+	if (next != 0 && (next - start >= (uintptr_t)s->nblocks * s->bsize ||
+			  !jp__is_block(s, next))) {
+		first = 0;
+		if (last < (long long)sizeof next - 1)
+			last = (long long)sizeof next - 1;
+	}
+	if (guarded(s)) {
+		JP_VG_DEFINED(b + 2 * sizeof(void *), GUARD_HEAD);
+		JP_VG_DEFINED(b + s->bsize - GUARD_TAIL, GUARD_TAIL);
+		guard_scan(b, 2 * sizeof(void *), 2 * sizeof(void *) + GUARD_HEAD, &first, &last);
+		guard_scan(b, s->bsize - GUARD_TAIL, s->bsize, &first, &last);
+	}
+	if (last >= 0)
+		jp__die_block("write into the free block", b, s->bsize, first, last,
+			      "a write after free, or an overflow or underflow of a neighbour");
+}
+
 /* A transfer chain of at most fit blocks comes whole, however long; else
  * the blocks come from the spans (alloc_internal.h). */
 uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
@@ -165,6 +240,7 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 				/* memcheck: ours again (words 0 and 1) until
 				 * MALLOCLIKE hands it out. */
 				JP_VG_DEFINED(b, 2 * sizeof(void *));
+				free_block_check(s, b);
 				s->free = *(void **)b;
 			} else if (s->bump < s->bump_end) {
 				b = (void *)s->bump;
@@ -221,7 +297,14 @@ void *jp__central_put(uint32_t cls, void *head, size_t n)
 			jp__lock(&k->lock);
 		}
 		*(void **)b = s->free;
+		/* The key here, whatever the block's way back: a block a
+		 * refill carved, kept in a bin and flushed unused has none. */
+		((uintptr_t *)b)[1] = jp__ag.key;
 		s->free = b;
+		if (guarded(s)) {
+			memset((char *)b + 2 * sizeof(void *), GUARD_BYTE, GUARD_HEAD);
+			memset((char *)b + s->bsize - GUARD_TAIL, GUARD_BYTE, GUARD_TAIL);
+		}
 		JP_VG_FREELIKE(b);
 		moved++;
 		if (!s->in_list)

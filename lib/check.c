@@ -61,15 +61,6 @@ void (*jp__check_hook)(const struct jp_check_report *r);
 
 /* ---- reporting ---------------------------------------------------------- */
 
-static void line_off(char *line, size_t cap, size_t *len, long long v)
-{
-	char num[24];
-
-	if (v < 0)
-		jp__str_add(line, cap, len, "-");
-	jp__str_add(line, cap, len, jp__fmt_u64(num, v < 0 ? (uint64_t)-v : (uint64_t)v));
-}
-
 /*
  * A finding: what, about the block whose user pointer is ptr, of size
  * bytes requested (SIZE_MAX: unknown), the bytes first to last (offsets from
@@ -80,32 +71,12 @@ static void report(const char *what, const void *ptr, size_t size,
 		   long long first, long long last)
 {
 	struct jp_check_report r = { what, ptr, size, first, last };
-	char line[240], num[24];
-	size_t len = 0;
 
 	if (jp__check_hook != NULL) {
 		jp__check_hook(&r);
 		return;
 	}
-	line[0] = '\0';
-	jp__str_add(line, sizeof line, &len, what);
-	jp__str_add(line, sizeof line, &len, " of ");
-	jp__str_add(line, sizeof line, &len, jp__fmt_hex(num, (uintptr_t)ptr));
-	if (size != SIZE_MAX) {
-		jp__str_add(line, sizeof line, &len, " (");
-		jp__str_add(line, sizeof line, &len, jp__fmt_u64(num, size));
-		jp__str_add(line, sizeof line, &len, size == 1 ? " byte)" : " bytes)");
-	}
-	if (first <= last) {
-		jp__str_add(line, sizeof line, &len, first == last ? ": byte " : ": bytes ");
-		line_off(line, sizeof line, &len, first);
-		if (first != last) {
-			jp__str_add(line, sizeof line, &len, " to ");
-			line_off(line, sizeof line, &len, last);
-		}
-		jp__str_add(line, sizeof line, &len, " changed");
-	}
-	jp__die(line);
+	jp__die_block(what, ptr, size, first, last, NULL);
 }
 
 /* The first and last byte of [lo, hi) that is not v, as offsets from base;

@@ -13,6 +13,40 @@
 
 struct jp__lock jp__huge_lock;
 
+/*
+ * The HUGE_GUARD bytes before every huge block hold HUGE_GUARD_BYTE (in
+ * its header page, or in the alignment padding): an underflow of the block
+ * is found at its free or realloc, as glibc finds one that damages a
+ * chunk's header.  (JPSYNC_CHECK writes a longer canary of its own.)
+ */
+#define HUGE_GUARD	64
+#define HUGE_GUARD_BYTE	0x5c
+
+static void guard_set(const struct jp_huge *h)
+{
+	if (!jp__ag.check)
+		memset((char *)jp__huge_user(h) - HUGE_GUARD, HUGE_GUARD_BYTE, HUGE_GUARD);
+}
+
+/* Dies naming the bytes of the guard that changed. */
+static void guard_check(const struct jp_huge *h)
+{
+	const unsigned char *u = jp__huge_user(h);
+	long long first = 0, last = -1;
+
+	if (jp__ag.check)
+		return;
+	for (int i = -HUGE_GUARD; i < 0; i++)
+		if (u[i] != HUGE_GUARD_BYTE) {
+			if (last == -1 || first > i)
+				first = i;
+			last = i;
+		}
+	if (first <= last)
+		jp__die_block("underflow before the start", u, h->usable, first, last,
+			      "of a block above 256 KiB");
+}
+
 void jp__huge_init(void)
 {
 	jp__lock_init(&jp__huge_lock);
@@ -249,6 +283,7 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	h->map_size = msize;
 	h->user_off = (size_t)(user - base);
 	h->usable = total - off;
+	guard_set(h);
 	huge_count(h, 1);
 	return user;
 }
@@ -322,6 +357,7 @@ void jp__huge_free(struct jp_huge *h)
 	size_t total = h->map_size;
 	bool cacheable = h->user_off == JP_HUGE_HDR;
 
+	guard_check(h);
 	huge_count(h, -1);
 	h->magic = 0;
 	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
@@ -347,6 +383,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	size_t total, cur, old = h->map_size, csize, cres;
 	void *dest;
 
+	guard_check(h);
 	if (size > SIZE_MAX - off - page || off + size > JP_ALLOC_MAX) {
 		errno = ENOMEM;
 		return NULL;

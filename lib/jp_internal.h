@@ -151,5 +151,13 @@ extern bool jp__annotate;
  */
 _Noreturn void jp__die(const char *what) JP_COLD;
 _Noreturn void jp__die_ptr(const char *what, const void *ptr) JP_COLD;
+/*
+ * A damaged block: "jpsync: <what> of <ptr> (<size> bytes): bytes <first>
+ * to <last> changed[ (<note>)]"; size SIZE_MAX and first > last leave
+ * their parts out, note may be NULL.  Offsets are from ptr.  Also without
+ * allocating.
+ */
+_Noreturn void jp__die_block(const char *what, const void *ptr, size_t size,
+			     long long first, long long last, const char *note) JP_COLD;
 
 #endif /* JP_INTERNAL_H */

@@ -419,6 +419,55 @@ void jp__die_ptr(const char *what, const void *ptr)
 	abort();
 }
 
+static void str_off(char *line, size_t cap, size_t *len, long long v)
+{
+	char num[24];
+
+	if (v < 0)
+		jp__str_add(line, cap, len, "-");
+	jp__str_add(line, cap, len, jp__fmt_u64(num, v < 0 ? (uint64_t)-v : (uint64_t)v));
+}
+
+static void block_msg(char *line, size_t cap, const char *what, const void *ptr,
+		   size_t size, long long first, long long last, const char *note)
+{
+	char num[24];
+	size_t len = 0;
+
+	line[0] = '\0';
+	jp__str_add(line, cap, &len, what);
+	jp__str_add(line, cap, &len, " of ");
+	jp__str_add(line, cap, &len, jp__fmt_hex(num, (uintptr_t)ptr));
+	if (size != SIZE_MAX) {
+		jp__str_add(line, cap, &len, " (");
+		jp__str_add(line, cap, &len, jp__fmt_u64(num, size));
+		jp__str_add(line, cap, &len, size == 1 ? " byte)" : " bytes)");
+	}
+	if (first <= last) {
+		jp__str_add(line, cap, &len, first == last ? ": byte " : ": bytes ");
+		str_off(line, cap, &len, first);
+		if (first != last) {
+			jp__str_add(line, cap, &len, " to ");
+			str_off(line, cap, &len, last);
+		}
+		jp__str_add(line, cap, &len, " changed");
+	}
+	if (note != NULL) {
+		jp__str_add(line, cap, &len, " (");
+		jp__str_add(line, cap, &len, note);
+		jp__str_add(line, cap, &len, ")");
+	}
+}
+
+void jp__die_block(const char *what, const void *ptr, size_t size,
+		   long long first, long long last, const char *note)
+{
+	char line[240];
+
+	block_msg(line, sizeof line, what, ptr, size, first, last, note);
+	jp__die(line);
+}
+
 /* ---- alloc: in-place and fixed-destination mremap ----------------------
  * For huge blocks, which must stay 4 MiB-aligned (the allocator finds their
  * header by masking the pointer).  Declared in alloc_internal.h. */

@@ -1644,6 +1644,203 @@ static void test_double_free(void)
 	jp_free(q);
 }
 
+/* ---- default mode: damage found off the fast paths ---------------------- */
+
+/* Run fn(arg) in a child; it must abort with exactly want (or, want_prefix
+ * set, a message starting with want). */
+static void expect_abort_msg(void (*fn)(void *), void *arg, const char *want,
+			     bool want_prefix)
+{
+	struct jp_child_result res;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(fn, arg, &res), 0);
+	CU_ASSERT(res.signaled && res.sig == SIGABRT);
+	if (want_prefix) {
+		CU_ASSERT_EQUAL(strncmp(res.err, want, strlen(want)), 0);
+	} else {
+		CU_ASSERT_STRING_EQUAL(res.err, want);
+	}
+	if (!(res.signaled && res.sig == SIGABRT) ||
+	    strncmp(res.err, want, strlen(want)) != 0)
+		printf("\n  wanted: %s  got (exited %d/%d, signal %d): %s\n", want,
+		       res.exited, res.status, res.sig, res.err);
+}
+
+#define LARGE	100000	/* class 112 KiB: never in a thread cache */
+
+/* Allocate large blocks until one is followed by another in its span; both
+ * stay allocated (the caller frees them). */
+static void large_pair(char **p, char **q)
+{
+	for (int i = 0; i < 64; i++) {
+		*p = jp_alloc(LARGE);
+		*q = jp_alloc(LARGE);
+		if (*q == *p + jp_usable_size(*p))
+			return;
+		jp_free(*p);
+		jp_free(*q);
+	}
+	CU_FAIL_FATAL("no two adjacent large blocks");
+}
+
+static void take_large_until_abort(void)
+{
+	for (int i = 0; i < 1000; i++)
+		if (jp_alloc(LARGE) == NULL)
+			_exit(3);
+	_exit(0);	/* nothing found: the test fails */
+}
+
+static char *dm_p, *dm_q;
+
+static void overflow_32_large(void *arg)
+{
+	(void)arg;
+	jp_free(dm_q);
+	memset(dm_p + jp_usable_size(dm_p), 'A', 32);	/* the bug */
+	take_large_until_abort();
+}
+
+static void underflow_32_large(void *arg)
+{
+	(void)arg;
+	jp_free(dm_p);
+	memset(dm_q - 32, 'A', 32);	/* the bug */
+	take_large_until_abort();
+}
+
+static void write_after_free_large(void *arg)
+{
+	(void)arg;
+	jp_free(dm_p);
+	memset(dm_p, 'A', 64);		/* the bug */
+	take_large_until_abort();
+}
+
+static void test_default_large_damage(void)
+{
+	char want[256];
+	size_t bs;
+
+	large_pair(&dm_p, &dm_q);
+	bs = jp_usable_size(dm_p);
+	snprintf(want, sizeof want, "jpsync: write into the free block of 0x%lx (%zu bytes): "
+		 "bytes 0 to 31 changed (a write after free, or an overflow or underflow "
+		 "of a neighbour)\n", (unsigned long)(uintptr_t)dm_q, bs);
+	expect_abort_msg(overflow_32_large, NULL, want, false);
+	snprintf(want, sizeof want, "jpsync: write into the free block of 0x%lx (%zu bytes): "
+		 "bytes %zu to %zu changed (a write after free, or an overflow or underflow "
+		 "of a neighbour)\n", (unsigned long)(uintptr_t)dm_p, bs, bs - 32, bs - 1);
+	expect_abort_msg(underflow_32_large, NULL, want, false);
+	snprintf(want, sizeof want, "jpsync: write into the free block of 0x%lx (%zu bytes): "
+		 "bytes 0 to 63 changed (a write after free, or an overflow or underflow "
+		 "of a neighbour)\n", (unsigned long)(uintptr_t)dm_p, bs);
+	expect_abort_msg(write_after_free_large, NULL, want, false);
+	jp_free(dm_p);
+	jp_free(dm_q);
+}
+
+static void underflow_32_huge(void *arg)
+{
+	(void)arg;
+	memset(dm_p - 32, 'A', 32);	/* the bug */
+	jp_free(dm_p);
+	_exit(0);
+}
+
+static void test_default_huge_underflow(void)
+{
+	char want[256];
+
+	dm_p = jp_alloc(MiB);
+	snprintf(want, sizeof want, "jpsync: underflow before the start of 0x%lx (%zu bytes): "
+		 "bytes -32 to -1 changed (of a block above 256 KiB)\n",
+		 (unsigned long)(uintptr_t)dm_p, jp_usable_size(dm_p));
+	expect_abort_msg(underflow_32_huge, NULL, want, false);
+	jp_free(dm_p);
+}
+
+/* 1 MiB past a block, over blocks that are free on their spans' lists: the
+ * refill that takes one of them again finds it. */
+static void *ov_blocks[3000];
+
+static void overflow_1m(void *arg)
+{
+	char *p = arg;
+
+	memset(p, 'A', MiB + 1000);	/* the bug */
+	for (int i = 0; i < 3000; i++)
+		ov_blocks[i] = jp_alloc(1000);
+	_exit(0);
+}
+
+static void test_default_overflow_1m(void)
+{
+	char *p = NULL;
+	int keep = -1;
+
+	/* A 1000-byte block with 1.1 MiB of its own segment above it. */
+	for (int i = 0; i < 3000; i++) {
+		ov_blocks[i] = jp_alloc(1000);
+		if (keep < 0 && i < 1000 &&
+		    (((uintptr_t)ov_blocks[i] | (4 * MiB - 1)) + 1) - (uintptr_t)ov_blocks[i] >
+		    MiB + 100000)
+			keep = i;
+	}
+	CU_ASSERT_FATAL(keep >= 0);
+	p = ov_blocks[keep];
+	for (int i = 0; i < 3000; i++)
+		if (i != keep)
+			jp_free(ov_blocks[i]);
+	jp_thread_flush();	/* onto their spans' lists */
+	expect_abort_msg(overflow_1m, p, "jpsync: write into the free block of 0x", true);
+	jp_free(p);
+}
+
+/* A damaged segment header (an overflow from the memory below it). */
+static void damaged_segment(void *arg)
+{
+	char *p = arg;
+
+	memset((void *)((uintptr_t)p & ~(uintptr_t)(4 * MiB - 1)), 0, 4096);	/* the bug */
+	jp_free(p);
+	_exit(0);
+}
+
+static void test_default_segment_header(void)
+{
+	char *p = jp_alloc(64), want[200];
+
+	snprintf(want, sizeof want, "jpsync: damaged segment header of 0x%lx: bytes 0 to 7 "
+		 "changed (an overflow from the memory below it)\n",
+		 (unsigned long)((uintptr_t)p & ~(uintptr_t)(4 * MiB - 1)));
+	expect_abort_msg(damaged_segment, p, want, false);
+	jp_free(p);
+}
+
+/* A free of a pointer into a region that was unmapped: a mapping of the
+ * program's, a huge block freed (and unmapped, or in the huge cache), a
+ * segment given back by jp_alloc_trim. */
+static void test_default_free_unmapped(void)
+{
+	void *m = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *h = jp_alloc(8 * MiB), *seg[2000];
+
+	CU_ASSERT_FATAL(m != MAP_FAILED);
+	munmap(m, MiB);
+	expect_die(do_free, (char *)m + 64, "invalid free", (char *)m + 64);
+	jp_free(h);
+	expect_die(do_free, h, "invalid free", h);
+	jp_alloc_trim();
+	expect_die(do_free, h, "invalid free", h);
+	for (int i = 0; i < 2000; i++)
+		seg[i] = jp_alloc(20000);
+	for (int i = 0; i < 2000; i++)
+		jp_free(seg[i]);
+	jp_alloc_trim();
+	expect_die(do_free, seg[1000], "invalid free", seg[1000]);
+}
+
 /* ---- memory goes back ---------------------------------------------------- */
 
 /* Allocate total bytes in blocks of n, linked through their first word. */
@@ -2301,6 +2498,11 @@ static CU_TestInfo misuse_tests[] = {
 	{ "double free (in the cache, flushed, on a transfer chain)", test_double_free },
 	{ "free_sized: a size above the block, offset, foreign", test_free_sized_misuse },
 	{ "free_sized: double free", test_free_sized_double },
+	{ "default mode: 32-byte overflow, underflow, write after free of large blocks", test_default_large_damage },
+	{ "default mode: 32-byte underflow of a huge block", test_default_huge_underflow },
+	{ "default mode: 1 MiB overflow past a block, over free blocks", test_default_overflow_1m },
+	{ "default mode: a damaged segment header", test_default_segment_header },
+	{ "default mode: a free into an unmapped region", test_default_free_unmapped },
 	{ "JPSYNC_CHECK=1: a correct program runs", test_check_ok },
 	{ "JPSYNC_CHECK=1: aligned blocks, then plain ones of their size", test_check_aligned_then_plain },
 	{ "JPSYNC_CHECK=1: realloc of every kind, in place at the same size", test_check_realloc },
