@@ -33,6 +33,7 @@
  */
 #include <jpsync/alloc.h>
 
+#include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -202,19 +203,26 @@ static void exercise(void)
 	jp_alloc_trim();		/* the segment lock */
 }
 
-static void nested_fork(int sig)
+/* Fork a child that exercises the allocator and exits; true if it did. */
+static bool fork_exercise(void)
 {
-	int st, saved = errno;
-	pid_t pid;
+	int st;
+	pid_t pid = fork();
 
-	(void)sig;
-	pid = fork();
 	if (pid == 0) {
 		exercise();
 		_exit(0);
 	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+static void nested_fork(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (!fork_exercise())
 		nested_bad = 1;
 	errno = saved;
 }
@@ -240,17 +248,8 @@ static int fork_nested(void)
 	alarm(30);	/* a deadlock ends by SIGALRM */
 	exercise();	/* the allocator starts: its handlers come second */
 	for (int r = 0; r < 20; r++) {
-		int st;
-		pid_t pid;
-
 		nested_armed = 1;
-		pid = fork();
-		if (pid == 0) {
-			exercise();
-			_exit(0);
-		}
-		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-		    WEXITSTATUS(st) != 0)
+		if (!fork_exercise())
 			return 3;
 		exercise();	/* the parent: every lock free again */
 	}

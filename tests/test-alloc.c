@@ -1189,7 +1189,7 @@ static void fx_child(void)
 	(void)t;
 #endif
 	jp_alloc_trim();
-	_exit(0);
+	jp_test_fork_exit(0);	/* the parent's threads' blocks are lost here */
 }
 
 static void fx_body(void *ctx, unsigned thread, uint64_t iter)

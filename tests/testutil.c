@@ -107,6 +107,18 @@ bool jp_test_on_memcheck(void)
 #endif
 }
 
+__attribute__((noreturn)) void jp_test_fork_exit(int code)
+{
+#ifdef HAVE_VG
+	if (RUNNING_ON_VALGRIND != 0) {
+		if (code == 0 && VALGRIND_COUNT_ERRORS == 0)
+			execl("/bin/true", "true", (char *)NULL);
+		_exit(code != 0 ? code : 1);
+	}
+#endif
+	_exit(code);
+}
+
 /* Which sanitizers this file was built with (the suites' build). */
 #if defined(__SANITIZE_THREAD__)
 # define TEST_TSAN 1
