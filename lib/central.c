@@ -42,9 +42,8 @@ unsigned jp__nshards = 1;		/* in use: 4 per CPU, at most 8 */
 /* Live heaps per shard. */
 static _Atomic unsigned shard_heaps[JP_NSHARDS];
 
-/* Classes above this have guards in their free blocks: the thread caches
- * never hold them (tcache.c, BIN_BLOCK_MAX), so every free passes here. */
-#define GUARD_MIN	((size_t)32 << 10)
+/* Classes above JP_BIN_BLOCK_MAX have guards in their free blocks: the
+ * thread caches never hold them, so every free passes here. */
 #define GUARD_HEAD	48	/* bytes after words 0 and 1 */
 #define GUARD_TAIL	32	/* bytes at the end of the block */
 #define GUARD_BYTE	0x5b
@@ -119,7 +118,7 @@ static void xfer_drain_all(void);
 
 static bool guarded(const struct jp_span *s)
 {
-	return s->bsize > GUARD_MIN && !jp__ag.check;	/* check.c fills its own */
+	return s->bsize > JP_BIN_BLOCK_MAX && !jp__ag.check;	/* check.c fills its own */
 }
 
 /* Offsets [lo, hi) of block b that are not GUARD_BYTE widen [*first, *last]. */
