@@ -2,6 +2,7 @@
 #include <jpsync/hammer.h>
 #include <jpsync/queue.h>
 
+#include "queue-kinds.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -15,37 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The three kinds behind one table, so every case runs on each. */
-struct qops {
-	const char *name;
-	int multi_prod, multi_cons;
-	void *(*create)(size_t, size_t);
-	void (*destroy)(void *);
-	int (*try_push)(void *, const void *);
-	int (*try_pop)(void *, void *);
-	int (*push)(void *, const void *, const struct timespec *);
-	int (*pop)(void *, void *, const struct timespec *);
-	size_t (*push_bulk)(void *, const void *, size_t);
-	size_t (*pop_bulk)(void *, void *, size_t);
-	void (*close)(void *);
-	size_t (*size)(const void *);
-	size_t (*capacity)(const void *);
-};
-
-#define OPS(k, mp, mc) { #k, mp, mc, \
-	(void *(*)(size_t, size_t))jp_##k##_create, (void (*)(void *))jp_##k##_destroy, \
-	(int (*)(void *, const void *))jp_##k##_try_push, (int (*)(void *, void *))jp_##k##_try_pop, \
-	(int (*)(void *, const void *, const struct timespec *))jp_##k##_push, \
-	(int (*)(void *, void *, const struct timespec *))jp_##k##_pop, \
-	(size_t (*)(void *, const void *, size_t))jp_##k##_push_bulk, \
-	(size_t (*)(void *, void *, size_t))jp_##k##_pop_bulk, \
-	(void (*)(void *))jp_##k##_close, (size_t (*)(const void *))jp_##k##_size, \
-	(size_t (*)(const void *))jp_##k##_capacity }
-
-static const struct qops kinds[] = {
-	OPS(spsc, 0, 0), OPS(mpsc, 1, 0), OPS(mpmc, 1, 1),
-};
-#define NKINDS (sizeof kinds / sizeof kinds[0])
 #define JP_TEST_NOINLINE __attribute__((noinline))
 
 static double now_s(void)

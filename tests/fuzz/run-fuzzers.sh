@@ -1,0 +1,142 @@
+#!/bin/sh
+# run-fuzzers.sh - run the libFuzzer builds of the fuzz targets (make fuzz,
+# make fuzz-ci, make fuzz-known; see tests/fuzz/README).
+#
+#   run-fuzzers.sh --bin DIR --corpus DIR --work DIR MODE TARGET...
+#
+# MODE is one of
+#   --seconds N   each target N seconds from its corpus, a random seed;
+#   --ci          each target's corpus once, then the fixed seed and run
+#                 count of the table below (what CI runs: the same
+#                 executions every time, so a finding reproduces);
+#   --known DIR   each input of DIR/TARGET/ once with FUZZ_KNOWN=1, which
+#                 turns on the checks of known failures: each should fail
+#                 until its issue is fixed.
+# New inputs that reach new code go to WORK/TARGET/new/ (copy the useful
+# ones into the corpus); a crash, a model violation, a timeout, a leak or
+# running out of memory writes the input to WORK/TARGET/ and is printed as
+# "fuzz: FINDING ..." with the command that replays it.  Exit status 1 if
+# any target found something (or, with --known, if a known failure now
+# passes: close its issue and move the input into the corpus).
+set -u
+
+bin= corpus= work= mode= arg=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bin) bin=$2; shift 2 ;;
+	--corpus) corpus=$2; shift 2 ;;
+	--work) work=$2; shift 2 ;;
+	--seconds) mode=seconds; arg=$2; shift 2 ;;
+	--ci) mode=ci; shift ;;
+	--known) mode=known; arg=$2; shift 2 ;;
+	--) shift; break ;;
+	-*) echo "run-fuzzers.sh: unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+if [ -z "$bin" ] || [ -z "$corpus" ] || [ -z "$work" ] || [ -z "$mode" ] || [ $# -eq 0 ]; then
+	echo "usage: run-fuzzers.sh --bin DIR --corpus DIR --work DIR (--seconds N|--ci|--known DIR) TARGET..." >&2
+	exit 2
+fi
+
+# CI: executions per target, sized so that all of them together take about
+# ten minutes on the project's 2-core machine (measured: see
+# tests/fuzz/README), and the seed.  A target not listed gets 10000.
+ci_runs() {
+	case $1 in
+	alloc) echo 40000 ;;
+	alloc-mt) echo 20000 ;;
+	queue) echo 30000 ;;
+	pool) echo 15000 ;;
+	arena) echo 200000 ;;
+	epoch) echo 25000 ;;
+	diff) echo 15000 ;;
+	*) echo 10000 ;;
+	esac
+}
+CI_SEED=20261201
+
+# Every run: no input longer than 4 KiB (the targets read at most a few
+# thousand operations), a hang of 10 s or 2 GiB of memory is a finding.
+common="-max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1"
+
+failed=0
+summary=
+for t in "$@"; do
+	exe=$bin/fuzz-$t
+	dir=$work/$t
+	if [ ! -x "$exe" ]; then
+		echo "fuzz: $t: $exe is not built (make fuzz-build)" >&2
+		failed=1
+		continue
+	fi
+	rm -rf "$dir"
+	mkdir -p "$dir/new"
+	log=$dir/log
+	start=$(date +%s)
+	case $mode in
+	known)
+		n=0 still=0
+		for f in "$arg/$t"/*; do
+			[ -f "$f" ] || continue
+			case $f in *.txt|*README*) continue ;; esac
+			n=$((n + 1))
+			if FUZZ_KNOWN=1 "$exe" $common "$f" >>"$log" 2>&1; then
+				echo "fuzz: $t: known failure $f now passes: close its issue, move it into the corpus"
+				failed=1
+			else
+				still=$((still + 1))
+				echo "fuzz: $t: $f still fails (as known):"
+				grep -m1 '^fuzz: ' "$log" | sed 's/^/    /'
+				: >"$log"
+			fi
+		done
+		summary="$summary
+$t: $still of $n known failures still fail"
+		continue
+		;;
+	ci)
+		# The corpus first, file by file: a regression shows as itself.
+		"$exe" $common "$corpus/$t"/* >"$log" 2>&1
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			"$exe" $common -seed=$CI_SEED -runs="$(ci_runs "$t")" \
+				-artifact_prefix="$dir/" "$dir/new" "$corpus/$t" >>"$log" 2>&1
+			rc=$?
+		fi
+		;;
+	seconds)
+		"$exe" $common -max_total_time="$arg" -artifact_prefix="$dir/" \
+			"$dir/new" "$corpus/$t" >"$log" 2>&1
+		rc=$?
+		;;
+	esac
+	secs=$(( $(date +%s) - start ))
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+	newn=$(find "$dir/new" -type f | wc -l)
+	if [ $rc -eq 0 ]; then
+		res=ok
+	else
+		res="FINDING (exit $rc)"
+		failed=1
+		echo "fuzz: FINDING in $t (exit status $rc); the end of $log:"
+		tail -n 40 "$log" | sed 's/^/    /'
+		found=0
+		for a in "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-* "$dir"/slow-unit-*; do
+			[ -f "$a" ] || continue
+			found=1
+			echo "fuzz: FINDING in $t: the input is $a"
+			echo "fuzz:   replay it: tests/fuzz/replay-$t $a   (or FUZZ_TRACE=1 $exe $a)"
+		done
+		if [ $found -eq 0 ]; then
+			# The corpus replay: the file libFuzzer ran last.
+			last=$(sed -n 's/^Running: //p' "$log" | tail -n1)
+			echo "fuzz: FINDING in $t: in the corpus (tests/fuzz/corpus/$t/)${last:+: $last}"
+		fi
+	fi
+	summary="$summary
+$t: ${execs:-?} executions in ${secs} s, ${newn} new inputs in $dir/new: $res"
+done
+echo
+echo "fuzz: summary ($mode)$summary"
+exit $failed
