@@ -2550,6 +2550,17 @@ int main(void)
 		/* The sanitizer runtime must come first in an unlinked program. */
 		jp_test_unregister(thread_tests, test_dlopen_by_unlinked_program,
 				   "sanitizer build: the runtime must load first");
+	if (jp_test_on_drd()) {
+		/* After the fork stress, every lock's happens-before
+		 * annotation costs drd milliseconds, and the memory cases that
+		 * follow took more than 20 minutes each in CI (vgdb: always
+		 * in the annotation); with the stress left out the whole suite
+		 * takes 106 s.  memcheck and helgrind run both. */
+		jp_test_unregister(thread_tests, test_fork_threads_in_malloc,
+				   "drd: makes every later lock annotation slow");
+		jp_test_unregister(memory_tests, test_trim_gives_back,
+				   "drd: 130,000 annotated frees, minutes");
+	}
 	if (jp_test_on_memcheck()) {
 		/* memcheck keeps no thread caches and no huge cache (a freed
 		 * block must die at once): the behaviour is not there.

@@ -18,6 +18,7 @@
 # if __has_include(<valgrind/valgrind.h>) && __has_include(<valgrind/memcheck.h>)
 #  include <valgrind/valgrind.h>
 #  include <valgrind/memcheck.h>
+#  include <valgrind/drd.h>
 #  define HAVE_VG 1
 # endif
 #endif
@@ -89,6 +90,17 @@ bool jp_test_on_valgrind(void)
 	return RUNNING_ON_VALGRIND != 0;
 #else
 	return getenv("VALGRIND") != NULL;
+#endif
+}
+
+bool jp_test_on_drd(void)
+{
+#ifdef HAVE_VG
+	/* A drd request: drd's thread id under drd, the default (0) under
+	 * any other tool or natively. */
+	return RUNNING_ON_VALGRIND != 0 && DRD_GET_VALGRIND_THREADID != 0;
+#else
+	return false;
 #endif
 }
 

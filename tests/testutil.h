@@ -41,6 +41,8 @@ bool jp_test_on_valgrind(void);
 /* True under valgrind's memcheck (not helgrind or drd): the allocator keeps
  * no caches there. */
 bool jp_test_on_memcheck(void);
+/* True under valgrind's drd. */
+bool jp_test_on_drd(void);
 bool jp_test_sanitized(void);
 /* True in a -fsanitize=thread build. */
 bool jp_test_tsan(void);
