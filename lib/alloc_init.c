@@ -48,7 +48,6 @@ void jp__alloc_init_slow(void)
 		/* Odd: never a block pointer, so a free list link is never
 		 * taken for the key. */
 		jp__ag.key = key | 1;
-		jp__lock_annotate = JP_ON_VALGRIND();
 		jp__ag.vg = on_memcheck();
 		jp__ag.check = o->check && !jp__ag.vg;
 		/* A library built with -fsanitize=thread needs none of it:
@@ -56,6 +55,10 @@ void jp__alloc_init_slow(void)
 #ifndef JP_TSAN
 		jp__ag.tsan = jp__tsan_on();
 #endif
+		/* TSan does not see an uninstrumented library's atomics either:
+		 * without this, a heap handed from an exited thread to a new
+		 * one (tcache.c) looks like a race on the heap. */
+		jp__lock_annotate = JP_ON_VALGRIND() || jp__ag.tsan;
 		jp__ag.nocache = jp__ag.vg || jp__ag.check || jp__ag.tsan;
 		jp__ag.cache_n = o->cache_n;
 		jp__ag.cache_bytes = o->cache_bytes;

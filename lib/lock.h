@@ -33,8 +33,9 @@ struct jp__lock {
 	_Atomic uint32_t seq;		/* futex word: bumped by a releaser */
 };
 
-/* Set once at start when any valgrind tool runs: the lock then announces
- * happens-before to helgrind and drd, which do not see atomics. */
+/* Set once at start when a race detector that does not see this library's
+ * atomics runs (any valgrind tool; ThreadSanitizer with the library not
+ * built for it): the lock then announces happens-before to it. */
 extern uint8_t jp__lock_annotate;
 
 void jp__lock_slow(struct jp__lock *l, uintptr_t me);
@@ -49,13 +50,13 @@ static inline void jp__lock(struct jp__lock *l)
 			memory_order_acquire, memory_order_relaxed))
 		jp__lock_slow(l, me);
 	if (jp_unlikely(jp__lock_annotate))
-		JP_HB_AFTER(l);
+		jp__hb_after(l);
 }
 
 static inline void jp__unlock(struct jp__lock *l)
 {
 	if (jp_unlikely(jp__lock_annotate))
-		JP_HB_BEFORE(l);
+		jp__hb_before(l);
 	/* seq_cst, not just release: the load of waiters below must not be
 	 * ordered before this store (Dekker with jp__lock_slow). */
 	atomic_store(&l->owner, 0);

@@ -117,7 +117,7 @@ done
 # distribution's package; it must report no correct program and every
 # racy one.  helgrind and drd: the same programs, built plain.
 libdir=$top_builddir/lib/.libs
-correct="workqueue spsc mpsc mpmc pool arena epoch wait rounds alloc"
+correct="workqueue spsc mpsc mpmc pool arena epoch wait rounds alloc heap-reuse"
 racy="racy-counter racy-queue racy-alloc"
 rp="$top_srcdir/tests/race-programs.c"
 rpinc="-I$top_srcdir/include -I$top_builddir/include"

@@ -15,7 +15,10 @@
  * lock-free stack whose popped nodes are retired), wait (jp_wait/notify
  * guarding plain data), rounds (jp_hammer_rounds: a round reads what the
  * others wrote in the round before), alloc (jp_alloc blocks freed on
- * another thread and reused by a third).  Racy: racy-counter (plain++
+ * another thread and reused by a third), heap-reuse (a thread that
+ * starts allocating only after another has exited: it gets the exited
+ * thread's cache from the allocator's list, with no synchronisation of
+ * the program's own between the two).  Racy: racy-counter (plain++
  * under jp_hammer), racy-queue (a producer writes a message after pushing
  * it), racy-alloc (two threads write one jp_alloc block).  N scales the work (default 1000 items).  Exit 0 when the program
  * computed the right answer.
@@ -23,12 +26,16 @@
 #include <jpsync.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 /*
  * helgrind and drd do not see C11 atomics as ordering anything, so a
@@ -567,6 +574,71 @@ static int run_alloc(void)
 	return 0;
 }
 
+/* ---- heap-reuse: a thread's cache handed to a later thread ---------------- */
+
+/*
+ * The first thread tells the second its kernel thread id through a pipe,
+ * and the second waits until /proc no longer lists that thread: all
+ * through raw system calls, because ThreadSanitizer orders the calls of
+ * its read, write and open interceptors on a file descriptor, which would
+ * hide the very hand-off this program is about.
+ */
+static int reuse_pipe[2];
+
+static void *reuse_first(void *arg)
+{
+	long tid = syscall(SYS_gettid);
+
+	(void)arg;
+	for (long i = 0; i < n_items; i++)
+		jp_free(jp_alloc((size_t)(16 + i % 200)));
+	if (syscall(SYS_write, reuse_pipe[1], &tid, sizeof tid) != sizeof tid)
+		exit(fail("heap-reuse: write to the pipe failed"));
+	return NULL;		/* its cache goes back to the allocator */
+}
+
+static void *reuse_second(void *arg)
+{
+	struct timespec ms = { 0, 1000000 };
+	char path[64];
+	long tid, fd;
+	int i;
+
+	(void)arg;
+	if (syscall(SYS_read, reuse_pipe[0], &tid, sizeof tid) != sizeof tid)
+		exit(fail("heap-reuse: read from the pipe failed"));
+	snprintf(path, sizeof path, "/proc/self/task/%ld", tid);
+	for (i = 0; i < 10000; i++) {	/* 10 s at most */
+		fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY);
+		if (fd < 0)
+			break;
+		syscall(SYS_close, fd);
+		nanosleep(&ms, NULL);
+	}
+	if (i == 10000)
+		exit(fail("heap-reuse: the first thread did not exit"));
+	for (long k = 0; k < n_items; k++) {
+		char *b = jp_alloc((size_t)(16 + k % 200));
+
+		memset(b, 1, 16);
+		jp_free(b);
+	}
+	return NULL;
+}
+
+static int run_heap_reuse(void)
+{
+	pthread_t a, b;
+
+	if (pipe(reuse_pipe) != 0)
+		return fail("heap-reuse: pipe failed");
+	start(&a, reuse_first, NULL);
+	start(&b, reuse_second, NULL);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	return 0;
+}
+
 /* ---- the racy ones ------------------------------------------------------------ */
 
 static long racy;
@@ -646,7 +718,8 @@ static const struct {
 	{ "workqueue", run_workqueue }, { "spsc", run_spsc }, { "mpsc", run_mpsc },
 	{ "mpmc", run_mpmc }, { "pool", run_pool }, { "arena", run_arena },
 	{ "epoch", run_epoch }, { "wait", run_wait }, { "rounds", run_rounds },
-	{ "alloc", run_alloc }, { "racy-counter", run_racy_counter },
+	{ "alloc", run_alloc }, { "heap-reuse", run_heap_reuse },
+	{ "racy-counter", run_racy_counter },
 	{ "racy-queue", run_racy_queue }, { "racy-alloc", run_racy_alloc },
 };
 

@@ -385,11 +385,17 @@ void test_epoch()
 	std::atomic<bool> stop{false};
 	std::thread reader([&] {
 		while (!stop) {
-			auto g = e.enter();
-			node *n = shared.load();
-			RECEIVE(&shared);
-			if (n->v <= 0)
-				thread_failures++;
+			{
+				auto g = e.enter();
+				node *n = shared.load();
+				RECEIVE(&shared);
+				if (n->v <= 0)
+					thread_failures++;
+			}
+			// Let the retiring thread run: valgrind runs one thread
+			// at a time, and a reader that never yields made this
+			// case take minutes under drd.
+			std::this_thread::yield();
 		}
 	});
 	for (long i = 2; i < 200; i++) {
