@@ -199,16 +199,19 @@ JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t
 	bool closed;
 	size_t k;
 
-	if (q == NULL || elems == NULL || n == 0)
+	if (n == 0)
 		return 0;
+	if (q == NULL || elems == NULL)
+		return jp__qbulk_none(EINVAL);
 	k = claim_push(q, n, &pos, &closed);
+	if (k == 0)
+		return jp__qbulk_none(closed ? EPIPE : EAGAIN);
 	for (size_t i = 0; i < k; i++) {
 		slot_hb_acquire(q, pos + i, &q->head);
 		memcpy(slot_data(q, pos + i), (const unsigned char *)elems + i * q->esize, q->esize);
 		publish(q, pos + i);
 	}
-	if (k > 0)
-		jp__park_chan_wake(&q->not_empty);
+	jp__park_chan_wake(&q->not_empty);
 	return k;
 }
 
@@ -304,11 +307,13 @@ JP_EXPORT size_t JP_MPRING(_pop_bulk)(JP_MPRING_T *q, void *elems, size_t n)
 	int status;
 	size_t k;
 
-	if (q == NULL || elems == NULL || n == 0)
+	if (n == 0)
 		return 0;
+	if (q == NULL || elems == NULL)
+		return jp__qbulk_none(EINVAL);
 	k = claim_pop(q, n, &pos, &status);
 	if (k == 0)
-		return 0;
+		return jp__qbulk_none(status);
 	for (size_t i = 0; i < k; i++) {
 		slot_hb_acquire(q, pos + i, &q->tail);
 		memcpy((unsigned char *)elems + i * q->esize, slot_data(q, pos + i), q->esize);

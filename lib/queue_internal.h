@@ -81,6 +81,18 @@ static inline void jp__q_slow_fence(void)
 		atomic_thread_fence(memory_order_seq_cst);
 }
 
+/*
+ * A bulk call that moves nothing says why in errno, with the error number
+ * the single-element call returns (EAGAIN full or empty, EPIPE closed,
+ * EINVAL); the 1.0 return value, a count, stays as it was.  Only this
+ * path writes errno: a call that moves elements leaves it alone.
+ */
+static inline size_t jp__qbulk_none(int why)
+{
+	errno = why;
+	return 0;
+}
+
 typedef int (*jp__qtry_fn)(void *q, void *elem);
 typedef bool (*jp__qsleep_fn)(const void *q);
 

@@ -228,14 +228,16 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 	uint64_t t;
 	size_t room, k, first;
 
-	if (q == NULL || elems == NULL || n == 0)
+	if (n == 0)
 		return 0;
+	if (q == NULL || elems == NULL)
+		return jp__qbulk_none(EINVAL);
 	if (!push_begin(q))
-		return 0;
+		return jp__qbulk_none(EPIPE);
 	t = atomic_load_explicit(&q->tail, memory_order_relaxed);	/* as try_push */
 	if (t & JP__Q_CLOSED) {
 		push_end(q, false);
-		return 0;
+		return jp__qbulk_none(EPIPE);
 	}
 	room = q->mask + 1 - (size_t)(t - q->head_cache);
 	if (room < n) {
@@ -246,7 +248,7 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 	k = n < room ? n : room;
 	if (k == 0) {
 		push_end(q, false);
-		return 0;
+		return jp__qbulk_none(EAGAIN);
 	}
 	first = q->mask + 1 - (size_t)(t & q->mask);
 	if (first > k)
@@ -262,21 +264,24 @@ JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
 
 JP_EXPORT size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n)
 {
-	uint64_t h;
+	uint64_t h, t = 0;
 	size_t avail, k, first;
 
-	if (q == NULL || elems == NULL || n == 0)
+	if (n == 0)
 		return 0;
+	if (q == NULL || elems == NULL)
+		return jp__qbulk_none(EINVAL);
 	h = atomic_load_explicit(&q->head, memory_order_relaxed);	/* as try_pop */
 	avail = (size_t)(q->tail_cache - h);
 	if (avail < n) {
-		q->tail_cache = JP__Q_POS(atomic_load_explicit(&q->tail, memory_order_acquire));
+		t = atomic_load_explicit(&q->tail, memory_order_acquire);
 		JP_HB_ACQUIRE(&q->tail);
+		q->tail_cache = JP__Q_POS(t);
 		avail = (size_t)(q->tail_cache - h);
 	}
 	k = n < avail ? n : avail;
-	if (k == 0)
-		return 0;
+	if (k == 0)	/* avail was 0 < n: t was loaded */
+		return jp__qbulk_none((t & JP__Q_CLOSED) ? EPIPE : EAGAIN);
 	first = q->mask + 1 - (size_t)(h & q->mask);
 	if (first > k)
 		first = k;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,63 @@ static void test_bulk(void)
 	}
 }
 
+/*
+ * A bulk call that moves nothing says why in errno, as the single-element
+ * calls say it in their return value: EAGAIN full or empty, EPIPE closed
+ * (pop: closed and drained), EINVAL for a NULL queue or array.  A call that
+ * moves elements, or n == 0, leaves errno alone.
+ */
+#define BULK_ERRNO(call, want) do {					\
+		errno = 12345;						\
+		CU_ASSERT_EQUAL((call), 0);				\
+		CU_ASSERT_EQUAL(errno, (want));				\
+		if (errno != (want))					\
+			fprintf(stderr, "%s: %s: errno %d, not %s\n",	\
+				o->name, #call, errno, #want);		\
+	} while (0)
+
+static void test_bulk_says_why(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		const struct qops *o = &kinds[k];
+		void *q = o->create(4, sizeof(int));
+		int in[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, out[8];
+
+		CU_ASSERT_FATAL(q != NULL);
+		BULK_ERRNO(o->push_bulk(NULL, in, 1), EINVAL);
+		BULK_ERRNO(o->pop_bulk(NULL, out, 1), EINVAL);
+		BULK_ERRNO(o->push_bulk(q, NULL, 1), EINVAL);
+		BULK_ERRNO(o->pop_bulk(q, NULL, 1), EINVAL);
+		BULK_ERRNO(o->pop_bulk(q, out, 8), EAGAIN);		/* empty */
+		BULK_ERRNO(o->push_bulk(q, in, 0), 12345);		/* n == 0 */
+		BULK_ERRNO(o->pop_bulk(q, out, 0), 12345);
+		errno = 12345;
+		CU_ASSERT_EQUAL(o->push_bulk(q, in, 8), 4);		/* short: no error */
+		CU_ASSERT_EQUAL(errno, 12345);
+		BULK_ERRNO(o->push_bulk(q, in, 8), EAGAIN);		/* full */
+		errno = 12345;
+		CU_ASSERT_EQUAL(o->pop_bulk(q, out, 2), 2);
+		CU_ASSERT_EQUAL(errno, 12345);
+		o->close(q);
+		BULK_ERRNO(o->push_bulk(q, in, 1), EPIPE);		/* closed, room left */
+		BULK_ERRNO(o->push_bulk(q, in, 0), 12345);
+		errno = 12345;
+		CU_ASSERT_EQUAL(o->pop_bulk(q, out, 8), 2);		/* closed: drains */
+		CU_ASSERT(out[0] == 3 && out[1] == 4);
+		CU_ASSERT_EQUAL(errno, 12345);
+		BULK_ERRNO(o->pop_bulk(q, out, 8), EPIPE);		/* closed and drained */
+		BULK_ERRNO(o->pop_bulk(q, out, 1), EPIPE);
+		o->destroy(q);
+		/* Closed while full: push says closed, not full. */
+		q = o->create(2, sizeof(int));
+		CU_ASSERT_FATAL(q != NULL);
+		CU_ASSERT_EQUAL(o->push_bulk(q, in, 2), 2);
+		o->close(q);
+		BULK_ERRNO(o->push_bulk(q, in, 1), EPIPE);
+		o->destroy(q);
+	}
+}
+
 /* ---- every element exactly once, under contention ---------------------- */
 
 struct stress {
@@ -274,8 +332,13 @@ static void stress_body(void *ctx, unsigned thread, uint64_t iter)
 					n++;
 				}
 				k = s->o->push_bulk(s->q, v, n);
-				if (k == 0)
+				if (k == 0) {
+					if (errno != EAGAIN)	/* open until every producer is done */
+						atomic_store(&s->bad, 1);
+					if (atomic_load(&s->bad))
+						break;	/* the consumers may have left */
 					sched_yield();
+				}
 				i += k;
 				continue;
 			}
@@ -309,6 +372,13 @@ static void stress_body(void *ctx, unsigned thread, uint64_t iter)
 		if (s->mode == 2) {
 			n = s->o->pop_bulk(s->q, v, 8);
 			if (n == 0) {
+				if (errno == EPIPE)
+					break;
+				if (errno != EAGAIN) {
+					atomic_store(&s->bad, 1);
+					break;
+				}
+				/* Mixed with the single-element calls. */
 				r = s->o->try_pop(s->q, v);
 				if (r == EPIPE)
 					break;
@@ -478,6 +548,30 @@ static void *blocked_popper(void *arg)
 	return NULL;
 }
 
+/* The bulk calls, racing a close: they stop on EPIPE, and only on it. */
+static void bulk_move(struct closer *c, bool push)
+{
+	uint64_t v[3] = { 1, 1, 1 };
+
+	atomic_fetch_add(&c->started, 1);
+	for (;;) {
+		size_t k = push ? c->o->push_bulk(c->q, v, 3) : c->o->pop_bulk(c->q, v, 3);
+
+		if (k == 0 && errno == EPIPE)
+			break;
+		if (k == 0 && errno != EAGAIN) {
+			atomic_store(&c->bad, 1);
+			break;
+		}
+		if (k == 0)
+			sched_yield();
+		atomic_fetch_add(push ? &c->pushed : &c->popped, k);
+	}
+}
+
+static void *bulk_pusher(void *arg) { bulk_move(arg, true); return NULL; }
+static void *bulk_popper(void *arg) { bulk_move(arg, false); return NULL; }
+
 static void close_case(const struct qops *o, int producers_side)
 {
 	struct closer c;
@@ -515,8 +609,11 @@ static void test_close_wakes_blocked(void)
 	}
 }
 
-/* Close while elements flow: every push that returned 0 is popped. */
-static void close_racing(const struct qops *o)
+/*
+ * Close while elements flow: every push that returned 0 is popped.  Odd
+ * rounds use the bulk calls, which must see the close as EPIPE.
+ */
+static void close_racing(const struct qops *o, int bulk)
 {
 	struct closer c;
 	pthread_t t[8];
@@ -527,9 +624,9 @@ static void close_racing(const struct qops *o)
 	c.q = o->create(4, sizeof(uint64_t));
 	CU_ASSERT_FATAL(c.q != NULL);
 	for (unsigned i = 0; i < np; i++)
-		CU_ASSERT_FATAL(spawn(&t[i], blocked_pusher, &c) == 0);
+		CU_ASSERT_FATAL(spawn(&t[i], bulk ? bulk_pusher : blocked_pusher, &c) == 0);
 	for (unsigned i = 0; i < nc; i++)
-		CU_ASSERT_FATAL(spawn(&t[np + i], blocked_popper, &c) == 0);
+		CU_ASSERT_FATAL(spawn(&t[np + i], bulk ? bulk_popper : blocked_popper, &c) == 0);
 	while (atomic_load(&c.started) < (int)(np + nc))
 		sched_yield();
 	usleep(5000);
@@ -551,7 +648,7 @@ static void test_close_while_flowing(void)
 
 	for (size_t k = 0; k < NKINDS; k++)
 		for (unsigned r = 0; r < rounds; r++)
-			close_racing(&kinds[k]);
+			close_racing(&kinds[k], r & 1);
 }
 
 int main(void)
@@ -562,6 +659,7 @@ int main(void)
 		{ "capacities 2^20, 2^30, 2^40: at once, no memory, or ENOMEM", test_huge_capacity },
 		{ "timeouts expire with ETIMEDOUT", test_timeouts_expire },
 		{ "bulk operations move as many as fit", test_bulk },
+		{ "bulk operations that move nothing say why in errno", test_bulk_says_why },
 		{ "every element once, blocking, capacities 1 2 64", test_exactly_once_blocking },
 		{ "every element once, try and yield", test_exactly_once_try },
 		{ "every element once, bulk", test_exactly_once_bulk },

@@ -15,6 +15,9 @@
  * deadline passes (ETIMEDOUT; NULL waits forever) or the queue is closed.
  * After close, push fails at once with EPIPE and pop returns what is left,
  * then EPIPE.  Functions returning int return 0 or an errno value.
+ * push_bulk/pop_bulk return how many elements they moved; when that is 0
+ * for n > 0 they set errno to the single-element call's answer: EAGAIN
+ * (full/empty), EPIPE (closed; pop: closed and empty) or EINVAL.
  *
  * Which calls may run at the same time (the same queue):
  *   spsc: one thread in {try_push, push, push_bulk} and one thread in
