@@ -32,6 +32,7 @@
 #include "os.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -74,9 +75,12 @@ static __thread struct ld_thread *ld_self __attribute__((tls_model("initial-exec
 
 /* ---- reports: formatted on the stack, one write each ------------------- */
 
+#define PFX "jpsync: lockdep: "
+
 struct ld_buf {
-	char s[1536];
+	char s[3072];
 	size_t n;
+	bool unnamed;		/* put_pc printed a file offset, not a name */
 };
 
 static void put(struct ld_buf *b, const char *s)
@@ -103,12 +107,22 @@ static void put_dec(struct ld_buf *b, uint64_t v)
 	put(b, jp__fmt_u64(t, v));
 }
 
-/* "symbol+0xoff (0xpc)" or "file+0xoff (0xpc)" or "0xpc". */
+/*
+ * "symbol+0xoff (0xpc)" when the dynamic symbol table names the code,
+ * "file(+0xoff) (0xpc)" when it does not (a static function, or a program
+ * not linked with -rdynamic), or "0xpc".  The file form is glibc
+ * backtrace_symbols' and what addr2line takes as it is
+ * (addr2line -f -e file +0xoff): the offset is from the object's load
+ * bias, so the address the object's symbol table and DWARF use, for a PIE,
+ * a fixed-address program or a shared library alike.  pc is a return
+ * address: addr2line may name the line after the call.
+ */
 static void put_pc(struct ld_buf *b, void *pc)
 {
 	Dl_info info;
+	struct link_map *lm = NULL;
 
-	if (pc != NULL && dladdr(pc, &info) != 0) {
+	if (pc != NULL && dladdr1(pc, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0) {
 		if (info.dli_sname != NULL && info.dli_saddr != NULL) {
 			put(b, info.dli_sname);
 			put(b, "+");
@@ -118,15 +132,15 @@ static void put_pc(struct ld_buf *b, void *pc)
 			put(b, ")");
 			return;
 		}
-		if (info.dli_fname != NULL) {
-			const char *base = strrchr(info.dli_fname, '/');
-
-			put(b, base != NULL ? base + 1 : info.dli_fname);
-			put(b, "+");
-			put_hex(b, (uintptr_t)pc - (uintptr_t)info.dli_fbase);
-			put(b, " (");
+		if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
+			put(b, info.dli_fname);
+			put(b, "(+");
+			put_hex(b, (uintptr_t)pc - (lm != NULL ? (uintptr_t)lm->l_addr
+							 : (uintptr_t)info.dli_fbase));
+			put(b, ") (");
 			put_hex(b, (uintptr_t)pc);
 			put(b, ")");
+			b->unnamed = true;
 			return;
 		}
 	}
@@ -135,11 +149,13 @@ static void put_pc(struct ld_buf *b, void *pc)
 
 static void flush(struct ld_buf *b)
 {
+	if (b->unnamed)
+		put(b, PFX "  (for file(+0xoff): addr2line -f -e file +0xoff;"
+		       " link with -rdynamic for names)\n");
 	jp__os_write(2, b->s, b->n);
 	b->n = 0;
+	b->unnamed = false;
 }
-
-#define PFX "jpsync: lockdep: "
 
 /* "mutex 0x...", "rwlock 0x... (read)", "rwlock 0x... (write)". */
 static void put_lock(struct ld_buf *b, int kind, uintptr_t lock)

@@ -1,10 +1,13 @@
 /* test-lockdep.c - lock-order checking (white-box: turns it on in a child). */
+#define _GNU_SOURCE	/* dl_iterate_phdr, memmem */
 #include <jpsync/hammer.h>
 #include <jpsync/mutex.h>
 
 #include "sync.h"
 #include "testutil.h"
 
+#include <ctype.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
@@ -104,6 +107,59 @@ static void test_inversion_reported(void)
 	CU_ASSERT_EQUAL(count(r.err, "lockdep:     while holding mutex"), 2);
 	CU_ASSERT(count(r.err, " (0x") >= 4);
 	CU_ASSERT(strstr(r.err, "can deadlock") != NULL);
+}
+
+static char self_path[4096];	/* defined below */
+
+/* The main program's load bias, found without dladdr: dl_iterate_phdr. */
+static int bias_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uintptr_t *)data = (uintptr_t)info->dlpi_addr;
+	return 1;	/* the first object is the program */
+}
+
+/*
+ * a_then_b and b_then_a are static: the dynamic symbol table cannot name
+ * them, so each site is "file(+0xoff) (0xpc)", with the offset from the
+ * program's load bias that addr2line takes, and one hint line.  (The
+ * report used to print "file+0xoff", an offset from the mapping's start
+ * that addr2line could not use for a fixed-address program.)
+ */
+static void test_inversion_sites_for_addr2line(void)
+{
+	struct jp_child_result r;
+	uintptr_t bias = 0;
+	unsigned sites = 0;
+
+	dl_iterate_phdr(bias_cb, &bias);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_inversion, NULL, &r), 0);
+	CU_ASSERT(MISUSE_OK(r));
+	for (const char *p = r.err; (p = strstr(p, "(+0x")) != NULL; p++) {
+		unsigned long long off, pc;
+		const char *name = p;
+
+		if (!isxdigit((unsigned char)p[4]))
+			continue;	/* the hint's "file(+0xoff)" */
+		if (sscanf(p, "(+%llx) (%llx)", &off, &pc) != 2) {
+			CU_FAIL("a site without its run-time address");
+			continue;
+		}
+		sites++;
+		CU_ASSERT_EQUAL(pc - off, bias);
+		/* In one of the two functions that took the locks. */
+		CU_ASSERT((pc > (uintptr_t)a_then_b && pc < (uintptr_t)a_then_b + 512) ||
+			  (pc > (uintptr_t)b_then_a && pc < (uintptr_t)b_then_a + 512));
+		/* After the program's file name. */
+		while (name > r.err && name[-1] != ' ')
+			name--;
+		CU_ASSERT(strncmp(name, self_path, strlen(self_path)) == 0 ||
+			  memmem(name, (size_t)(p - name), "test-lockdep", 12) != NULL);
+	}
+	CU_ASSERT_EQUAL(sites, 4);
+	CU_ASSERT_EQUAL(count(r.err, "addr2line -f -e file +0xoff; link with -rdynamic for names"), 1);
+	if (sites != 4 || getenv("JP_TEST_SHOW") != NULL)
+		fprintf(stderr, "\n%s", r.err);
 }
 
 /*
@@ -359,6 +415,7 @@ int main(int argc, char **argv)
 	CU_TestInfo tests[] = {
 		{ "two-lock inversion: one report, both sites", test_inversion_reported },
 		{ "JPSYNC_LOCKDEP=1 in the environment turns it on", test_inversion_from_environment },
+		{ "unnamed sites: file(+0xoff) for addr2line, and a hint", test_inversion_sites_for_addr2line },
 		{ "consistent order, cond waits, trylock: silent", test_consistent_silent },
 		{ "destroy forgets the orders of a mutex", test_destroy_forgets },
 		{ "unlock not held, exit holding: reported", test_unlock_not_held },
