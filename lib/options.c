@@ -111,32 +111,27 @@ int jp__parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* Warnings show at most this much of a name and of a value (then "..."),
+ * each byte outside printable ASCII as \xHH: the reason always fits, and a
+ * hostile value is one line that cannot drive the terminal. */
+#define WARN_NAME_MAX 60
+#define WARN_VALUE_MAX 68
+
 static void warn(int fd, const char *name, size_t name_len, const char *value,
 		 const char *why)
 {
-	char line[320], nm[64];
+	/* 17 + 4 * (60 + 68) + 9 + the reason (< 160) + 16 */
+	char line[768];
 	size_t len = 0;
 
 	if (fd < 0)
 		return;
-	if (name_len >= sizeof nm)
-		name_len = sizeof nm - 1;
-	memcpy(nm, name, name_len);
-	nm[name_len] = '\0';
 	jp__str_add(line, sizeof line, &len, "jpsync: warning: ");
-	jp__str_add(line, sizeof line, &len, nm);
+	jp__str_add_shown(line, sizeof line, &len, name, name_len, WARN_NAME_MAX);
 	if (value != NULL) {
-		/* A long value is shown cut, so that the reason always fits. */
-		char shown[72];
-		size_t vlen = strlen(value);
-		if (vlen >= sizeof shown) {
-			memcpy(shown, value, sizeof shown - 4);
-			memcpy(shown + sizeof shown - 4, "...", 4);
-		} else {
-			memcpy(shown, value, vlen + 1);
-		}
 		jp__str_add(line, sizeof line, &len, "='");
-		jp__str_add(line, sizeof line, &len, shown);
+		jp__str_add_shown(line, sizeof line, &len, value, strlen(value),
+				  WARN_VALUE_MAX);
 		jp__str_add(line, sizeof line, &len, "'");
 	}
 	jp__str_add(line, sizeof line, &len, ": ");
@@ -268,6 +263,11 @@ const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *
 			return "empty (use 1, 0 or a file name)";
 		if (strlen(value) >= sizeof o->stats_path)
 			return "file name too long (at most 255 bytes)";
+		/* it is printed (JPSYNC_VERBOSE, jpsync-run --print-env) one
+		 * variable a line */
+		for (const char *p = value; *p != '\0'; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return "a control character in the file name";
 		strcpy(o->stats_path, value);
 		o->stats = JP_STATS_FILE;
 		return NULL;

@@ -385,6 +385,31 @@ void jp__str_add(char *buf, size_t cap, size_t *len, const char *s)
 	buf[*len] = '\0';
 }
 
+void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
+		       size_t n, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char one[5] = { (char)c, '\0' };
+
+		if (c == '\\') {
+			one[1] = '\\';
+			one[2] = '\0';
+		} else if (c < 0x20 || c == 0x7f) {
+			one[0] = '\\';
+			one[1] = 'x';
+			one[2] = hex[c >> 4];
+			one[3] = hex[c & 15];
+			one[4] = '\0';
+		}
+		jp__str_add(buf, cap, len, one);
+	}
+	if (n > max)
+		jp__str_add(buf, cap, len, "...");
+}
+
 /* ---- misuse ------------------------------------------------------------- */
 
 void jp__die(const char *what)

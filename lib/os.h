@@ -107,6 +107,12 @@ char *jp__fmt_bytes(char *buf, uint64_t v);
  * NUL-terminated; *len grows by what went in.  The messages of the library
  * (options, check mode) are built with it, on the stack. */
 void jp__str_add(char *buf, size_t cap, size_t *len, const char *s);
+/* The same for the n bytes at s (NULs among them too), shown: a control
+ * character, DEL and a backslash as \xHH (\\ for the backslash), so that
+ * bytes from outside (an environment variable, an argument) print as part of
+ * one line and cannot drive a terminal; past max bytes of s, "..." ends it. */
+void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
+		       size_t n, size_t max);
 /* Monotonic time in nanoseconds. */
 uint64_t jp__os_now_ns(void);
 /* The kernel thread id of the caller. */

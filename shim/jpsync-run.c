@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include "options.h"
+#include "os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,17 +160,46 @@ static void usage(FILE *f)
 "See jpsync-run(1) and jpsync(7).\n");
 }
 
+/* "jpsync-run: " and the message on one line of standard error, a control
+ * character of it (from an argument) shown as \xHH, as the library's
+ * warnings show them. */
+static void vmessage(const char *fmt, va_list ap)
+{
+	char *one = NULL, *shown = NULL;
+	size_t len = 0;
+	va_list aq;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n >= 0)
+		one = malloc((size_t)n + 1);
+	if (one != NULL)
+		shown = malloc(4 * (size_t)n + 1);
+	if (shown == NULL) {
+		fprintf(stderr, "%s: out of memory\n", me);
+		free(one);
+		return;
+	}
+	vsnprintf(one, (size_t)n + 1, fmt, ap);
+	shown[0] = '\0';
+	jp__str_add_shown(shown, 4 * (size_t)n + 1, &len, one, (size_t)n, (size_t)n);
+	fprintf(stderr, "%s: %s\n", me, shown);
+	free(one);
+	free(shown);
+}
+
 /* A usage error: one line naming the problem, one pointing at --help. */
 __attribute__((format(printf, 1, 2), noreturn))
 static void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", me);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmessage(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help' for more information.\n", me);
+	fprintf(stderr, "Try '%s --help' for more information.\n", me);
 	exit(EXIT_USAGE);
 }
 
@@ -178,11 +208,9 @@ static void die(int status, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", me);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmessage(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(status);
 }
 
@@ -232,8 +260,10 @@ static void set_option(size_t i, const char *value)
  * jpsync-run returns instead of executing the program). */
 static void release(char *module, char *preload)
 {
-	for (size_t i = 0; i < jp__option_count; i++)
+	for (size_t i = 0; i < jp__option_count; i++) {
 		free(var_value[i]);
+		var_value[i] = NULL;
+	}
 	free(module);
 	free(preload);
 }
@@ -243,7 +273,10 @@ static void release(char *module, char *preload)
  * mistaken for one of the boolean spellings ("1", "off", ...). */
 static void set_stats(size_t i, const char *arg)
 {
-	char *value, cwd[PATH_MAX];
+	/* static: still reachable for a leak checker when set_option's usage
+	 * error exits (tests/fuzz/fuzz-options.c runs main() again and again) */
+	static char *value;
+	char cwd[PATH_MAX];
 
 	if (arg == NULL || arg[0] == '\0' || arg[0] == '/') {
 		set_option(i, arg == NULL ? "1" : arg);
@@ -251,9 +284,11 @@ static void set_stats(size_t i, const char *arg)
 	}
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		die(EXIT_INTERNAL, "cannot get the current directory: %s", strerror(errno));
+	free(value);
 	value = xconcat(cwd, strcmp(cwd, "/") == 0 ? "" : "/", arg);
 	set_option(i, value);
 	free(value);
+	value = NULL;
 }
 
 static bool is_file(const char *path)

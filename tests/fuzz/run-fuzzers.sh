@@ -44,13 +44,14 @@ fi
 # tests/fuzz/README), and the seed.  A target not listed gets 10000.
 ci_runs() {
 	case $1 in
-	alloc) echo 40000 ;;
-	alloc-mt) echo 20000 ;;
-	queue) echo 30000 ;;
-	pool) echo 15000 ;;
-	arena) echo 200000 ;;
-	epoch) echo 25000 ;;
-	diff) echo 15000 ;;
+	alloc) echo 36000 ;;
+	alloc-mt) echo 18000 ;;
+	queue) echo 27000 ;;
+	pool) echo 13500 ;;
+	arena) echo 180000 ;;
+	epoch) echo 22500 ;;
+	diff) echo 13500 ;;
+	options) echo 120000 ;;
 	*) echo 10000 ;;
 	esac
 }
