@@ -120,7 +120,7 @@ libdir=$top_builddir/lib/.libs
 correct="workqueue spsc mpsc mpmc pool arena epoch wait rounds alloc heap-reuse"
 racy="racy-counter racy-queue racy-alloc"
 rp="$top_srcdir/tests/race-programs.c"
-rpinc="-I$top_srcdir/include -I$top_builddir/include"
+rpinc="-I$top_srcdir/include -I$top_builddir/include -I$top_srcdir/tests"
 run_programs() { # tool prog-binary run-prefix...
   tool=$1 bin=$2; shift 2
   for p in $correct $racy; do

@@ -37,22 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * helgrind and drd do not see C11 atomics as ordering anything, so a
- * program's own lock-free code tells them, as the library does for its
- * own: the epoch program's stack publishes a node with a CAS.
- */
-#if defined(__has_include)
-# if __has_include(<valgrind/helgrind.h>)
-#  include <valgrind/helgrind.h>
-#  define PUBLISH(obj) ANNOTATE_HAPPENS_BEFORE(obj)
-#  define RECEIVE(obj) ANNOTATE_HAPPENS_AFTER(obj)
-# endif
-#endif
-#ifndef PUBLISH
-# define PUBLISH(obj) ((void)(obj))
-# define RECEIVE(obj) ((void)(obj))
-#endif
+/* The epoch program's stack publishes a node with a CAS. */
+#include "publish.h"
 
 static long n_items = 1000;
 

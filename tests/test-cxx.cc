@@ -19,20 +19,8 @@ extern "C" {
 #include <thread>
 #include <vector>
 
-// helgrind and drd do not take std::atomic as ordering anything: the
-// epoch case's own publication of a node tells them (as race-programs.c's
-// epoch program does).
-#if defined(__has_include)
-# if __has_include(<valgrind/helgrind.h>)
-#  include <valgrind/helgrind.h>
-#  define PUBLISH(obj) ANNOTATE_HAPPENS_BEFORE(obj)
-#  define RECEIVE(obj) ANNOTATE_HAPPENS_AFTER(obj)
-# endif
-#endif
-#ifndef PUBLISH
-# define PUBLISH(obj) ((void)(obj))
-# define RECEIVE(obj) ((void)(obj))
-#endif
+// The epoch case publishes a node with an exchange.
+#include "publish.h"
 
 using namespace std::chrono_literals;
 

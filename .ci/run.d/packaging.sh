@@ -194,9 +194,10 @@ done
 # ---------------------------------------------------------------------------
 # RPM, with Debian's rpmbuild: the spec ships in the tarball (rpmbuild -ta).
 # --nodeps: BuildRequires name RPM packages, which dpkg cannot answer for.
-# %check runs make check (about two minutes here).
-say "rpmbuild -ta --nodeps (with %check)"
-if ! rpmbuild -ta --nodeps --define "_topdir $tmp/rpmbuild" \
+# %check runs make check; at full scale it took 375-500 s here, and the
+# full-scale suites already ran in .ci/run's first step on this tree.
+say "rpmbuild -ta --nodeps (with %check, JPSYNC_TEST_SCALE=0.1)"
+if ! JPSYNC_TEST_SCALE=${JPSYNC_TEST_SCALE:-0.1} rpmbuild -ta --nodeps --define "_topdir $tmp/rpmbuild" \
        "$tarball" > "$tmp/rpm-build.log" 2>&1; then
   grep -E '^(FAIL|ERROR)' "$tmp/rpm-build.log" || true
   tail -n 80 "$tmp/rpm-build.log"; die "rpmbuild"
