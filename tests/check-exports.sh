@@ -54,7 +54,8 @@ fi
 if [ -f "$sym" ] && command -v dpkg-gensymbols >/dev/null 2>&1; then
   mkdir -p "$tmp/pkg/usr/lib"
   cp "$so" "$tmp/pkg/usr/lib/libjpsync.so.1"
-  if (cd "$tmp" && dpkg-gensymbols -v1.0.0 -plibjpsync1 -Ppkg -I"$sym" \
+  ver=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h")
+  if (cd "$tmp" && dpkg-gensymbols -v"${ver:-0}" -plibjpsync1 -Ppkg -I"$sym" \
         -O"$tmp/gen.symbols" -c4) > "$tmp/gensym" 2>&1; then
     echo "ok: dpkg-gensymbols -c4 accepts debian/libjpsync1.symbols"
   else
