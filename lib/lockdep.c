@@ -417,25 +417,25 @@ void jp__lockdep_acquired(const void *m, int kind, void *pc)
 	t->depth++;
 }
 
-void jp__lockdep_release(const void *m, int kind, void *pc)
+bool jp__lockdep_release(const void *m, int kind, void *pc)
 {
 	struct ld_thread *t = ld_thread_get();
 	struct ld_buf b = { .n = 0 };
 	unsigned n;
 
 	if (t == NULL)
-		return;
+		return true;
 	n = t->depth < LD_HELD_MAX ? t->depth : LD_HELD_MAX;
 	for (unsigned i = n; i-- > 0;) {
 		if (t->held[i].m == m) {
 			memmove(&t->held[i], &t->held[i + 1], (n - i - 1) * sizeof t->held[0]);
 			t->depth--;
-			return;
+			return true;
 		}
 	}
 	if (t->depth > LD_HELD_MAX) {
 		t->depth--;	/* perhaps one of those too deep to record */
-		return;
+		return true;
 	}
 	if (jp__sync_mode_get() & JP_SYNC_CHECK)
 		jp__sync_misuse(kind == JP__LD_MUTEX ? "jp_mutex_unlock" : "jp_rwlock_unlock", m,
@@ -448,6 +448,7 @@ void jp__lockdep_release(const void *m, int kind, void *pc)
 	put_pc(&b, pc);
 	put(&b, "\n");
 	flush(&b);
+	return false;
 }
 
 bool jp__lockdep_holds(const void *m)

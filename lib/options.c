@@ -34,7 +34,8 @@ const struct jp_option_desc jp__option_table[] = {
 	    "check every block for overflows and underflows, and every free for "
 	    "double frees, foreign pointers and writes into freed blocks; "
 	    "abort on a jp_mutex unlocked, or a jp_cond waited on, by a thread "
-	    "that does not hold the mutex"),
+	    "that does not hold the mutex, and on a jp_rwlock unlocked by a "
+	    "thread that holds neither of its locks"),
 	OPT("STATS", "stats", "FILE", JP_OPT_STATS, false, stats, 0, 0, 0,
 	    "print the allocator's statistics when PROGRAM exits, on standard "
 	    "error or into FILE"),

@@ -68,6 +68,13 @@
  * flag for readers.  Lock-order checking (lockdep.c) records read and
  * write acquisitions.  All of it is on the branch the fast paths take when
  * the mode is not PLAIN.
+ *
+ * Misuse.  Destroy of a lock that a reader or writer holds or waits for
+ * aborts, always (in_use: three loads in destroy, nothing elsewhere).  An
+ * unlock by a thread that holds neither lock is told by the thread's stack
+ * of held locks (lockdep.c), kept under JPSYNC_CHECK and JPSYNC_LOCKDEP
+ * only: the words count readers, they do not name them, so by default
+ * such an unlock goes unseen (it releases a holder's lock, or miscounts).
  */
 #include "sync.h"
 #include "park.h"
@@ -364,7 +371,7 @@ static JP_NOINLINE void after(jp_rwlock_t *rw, int kind, unsigned tsan, int r, v
 		if (kind == JP__LD_WRITE)
 			JP_HB_AFTER(&rw->rout);
 	}
-	if (r == 0 && (mode & JP_SYNC_LOCKDEP))
+	if (r == 0 && (mode & JP_SYNC_OWNERS))
 		jp__lockdep_acquired(rw, kind, pc);
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_post_lock(rw, tsan | (r == 0 ? 0 : JP_TSAN_TRY_LOCK_FAILED), 0);
@@ -385,9 +392,27 @@ JP_EXPORT void jp_rwlock_init(jp_rwlock_t *rw)
 		__tsan_mutex_create(rw, 0);
 }
 
+/*
+ * Whether a reader or a writer holds rw or waits for it.  A lock nobody
+ * uses has counted as many departures as arrivals (a reader that gives up
+ * takes its arrival back), no writer present and its writers' word free.
+ * relaxed: a valid caller made every unlock happen before the destroy.
+ */
+static bool in_use(jp_rwlock_t *rw)
+{
+	uint32_t in = atomic_load_explicit(rin_of(rw), memory_order_relaxed);
+	uint32_t out = atomic_load_explicit(rout_of(rw), memory_order_relaxed);
+
+	return (in & PRES) || ((in ^ out) & COUNT) != 0 ||
+	       atomic_load_explicit(wlock_of(rw), memory_order_relaxed) != 0;
+}
+
 JP_EXPORT void jp_rwlock_destroy(jp_rwlock_t *rw)
 {
 	int mode = jp__sync_mode_get();
+
+	if (in_use(rw))
+		jp__sync_misuse("jp_rwlock_destroy", rw, NULL, "locked");
 
 	if (mode & JP_SYNC_LOCKDEP)
 		jp__lockdep_destroy(rw);
@@ -533,10 +558,17 @@ static JP_NOINLINE void unlock_checked(jp_rwlock_t *rw, bool writer, void *pc)
 	int mode = jp__sync_mode_get();
 	int kind = writer ? JP__LD_WRITE : JP__LD_READ;
 
+	/*
+	 * An unlock by a thread that holds neither lock: JPSYNC_CHECK aborts
+	 * in jp__lockdep_release; lockdep alone reports it, and the unlock
+	 * then releases nothing (it would release another thread's lock, or
+	 * count a departure nobody made, and the next writer would wait for
+	 * ever).
+	 */
+	if ((mode & JP_SYNC_OWNERS) && !jp__lockdep_release(rw, kind, pc))
+		return;
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_pre_unlock(rw, writer ? 0 : JP_TSAN_READ_LOCK);
-	if (mode & JP_SYNC_LOCKDEP)
-		jp__lockdep_release(rw, kind, pc);
 	if (mode & JP_SYNC_VALGRIND) {
 		vg_words(rw);
 		JP_HB_BEFORE(writer ? (void *)&rw->rin : (void *)&rw->rout);

@@ -105,8 +105,12 @@ void jp__mutex_word_unlock(_Atomic uint32_t *w);
 void jp__lockdep_before_lock(const void *lock, int kind, void *pc);
 /* lock was acquired (by lock, timedlock or trylock). */
 void jp__lockdep_acquired(const void *lock, int kind, void *pc);
-/* lock is being released; reports a lock the thread does not hold. */
-void jp__lockdep_release(const void *lock, int kind, void *pc);
+/*
+ * lock is being released; reports a lock the thread does not hold (under
+ * JP_SYNC_CHECK: misuse, abort).  Returns false when it reported, true
+ * when the thread holds lock or cannot tell.
+ */
+bool jp__lockdep_release(const void *lock, int kind, void *pc);
 /* lock is destroyed: forget the orders it took part in. */
 void jp__lockdep_destroy(const void *lock);
 /* Does the calling thread hold lock?  True also when it cannot tell (its

@@ -1,8 +1,9 @@
 #!/bin/sh
 # check-sync-check.sh - a debugging mode never reports a correct program:
-# the jp_mutex, jp_cond and jp_pool suites run again with JPSYNC_CHECK=1,
-# where every lock and unlock goes through the owner checks (lib/lockdep.c's
-# held stacks) and every pool get and put through the double-put check,
+# the jp_mutex, jp_cond, jp_rwlock and jp_pool suites run again with
+# JPSYNC_CHECK=1, where every lock and unlock goes through the owner checks
+# (lib/lockdep.c's held stacks) and every pool get and put through the
+# double-put check,
 # and must pass with nothing reported.  (tests/test-misuse checks that the
 # misuse itself is reported.)  Under valgrind (make check-valgrind) the
 # suites run there themselves, and test-misuse runs the owner checks.
@@ -12,7 +13,7 @@ if [ -n "${VALGRIND:-}" ]; then echo "SKIP: the suites run under valgrind themse
 tx="$top_srcdir/tests/target-exec.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-for t in test-mutex test-cond test-pool; do
+for t in test-mutex test-cond test-rwlock test-pool; do
   if ! sh "$tx" JPSYNC_CHECK=1 "$top_builddir/tests/$t" > "$tmp/$t.out" 2>&1; then
     echo "FAIL: $t with JPSYNC_CHECK=1:"; tail -n 40 "$tmp/$t.out"; fail=1
   elif grep -n '^jpsync: ' "$tmp/$t.out"; then

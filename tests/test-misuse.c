@@ -1,19 +1,21 @@
 /*
- * test-misuse.c - misuse of jp_mutex, jp_cond and jp_pool is reported
- * (one line naming the call and the object, then abort), and correct use
- * is not, by default and under JPSYNC_CHECK=1 (white-box: the owner checks
- * are turned on in a child with jp__sync_force_check, and once through the
- * environment, as a user would).
+ * test-misuse.c - misuse of jp_mutex, jp_cond, jp_rwlock and jp_pool is
+ * reported (one line naming the call and the object, then abort), and
+ * correct use is not, by default and under JPSYNC_CHECK=1 (white-box: the
+ * owner checks are turned on in a child with jp__sync_force_check, and
+ * once through the environment, as a user would).
  *
  * By default (what costs the fast path nothing): destroy of a locked
- * mutex, unlock of a mutex that is not locked, a cond wait with a mutex
- * that is not locked.  Under JPSYNC_CHECK=1 also: unlock by a thread that
- * does not hold the mutex, a cond wait with a mutex another thread holds,
- * a double jp_pool_put.
+ * mutex or of a held or waited-for rwlock, unlock of a mutex that is not
+ * locked, a cond wait with a mutex that is not locked.  Under
+ * JPSYNC_CHECK=1 also: unlock by a thread that does not hold the mutex,
+ * or that holds neither lock of the rwlock, a cond wait with a mutex
+ * another thread holds, a double jp_pool_put.
  */
 #include <jpsync/hammer.h>
 #include <jpsync/mutex.h>
 #include <jpsync/pool.h>
+#include <jpsync/rwlock.h>
 
 #include "sync.h"
 #include "testutil.h"
@@ -69,6 +71,7 @@ static void assert_silent(const struct jp_child_result *r)
 
 static jp_mutex_t m1 = JP_MUTEX_INIT, m2 = JP_MUTEX_INIT;
 static jp_cond_t c1 = JP_COND_INIT;
+static jp_rwlock_t rw1 = JP_RWLOCK_INIT, rw2 = JP_RWLOCK_INIT;
 
 /* ---- by default ---------------------------------------------------------- */
 
@@ -126,20 +129,63 @@ static void test_cond_wait_unlocked(void)
 	assert_reported(&r, "jp_cond_timedwait", &c1, &m1, "the mutex is not locked");
 }
 
-/* ---- under JPSYNC_CHECK=1 ---------------------------------------------- */
-
 static _Atomic int held, release;
 
-static void *hold_m1(void *arg)
+/* A thread that takes m1 ("mutex"), or rw1 ("read", "write"), until release. */
+static void *hold(void *arg)
 {
-	(void)arg;
-	jp_mutex_lock(&m1);
+	int mutex = strcmp(arg, "mutex") == 0, read = strcmp(arg, "read") == 0;
+
+	if (mutex)
+		jp_mutex_lock(&m1);
+	else if (read)
+		jp_rwlock_rdlock(&rw1);
+	else
+		jp_rwlock_wrlock(&rw1);
 	atomic_store(&held, 1);
 	while (!atomic_load(&release))
 		usleep(1000);
-	jp_mutex_unlock(&m1);
+	if (mutex)
+		jp_mutex_unlock(&m1);
+	else
+		jp_rwlock_unlock(&rw1);
 	return NULL;
 }
+
+/* arg: "read" or "write" (held by this thread), "waited" (a reader waits). */
+static void child_rw_destroy_locked(void *arg)
+{
+	pthread_t t;
+
+	alarm(20);
+	if (strcmp(arg, "read") == 0) {
+		jp_rwlock_rdlock(&rw1);
+	} else if (strcmp(arg, "write") == 0) {
+		jp_rwlock_wrlock(&rw1);
+	} else {
+		/* Held for writing by this thread, a reader waiting for it. */
+		jp_rwlock_wrlock(&rw1);
+		if (pthread_create(&t, NULL, hold, (void *)"read") != 0)
+			return;
+		usleep(20000);
+	}
+	jp_rwlock_destroy(&rw1);
+	fprintf(stderr, "the destroy returned\n");
+}
+
+static void test_rwlock_destroy_locked(void)
+{
+	static const char *const how[] = { "read", "write", "waited" };
+	struct jp_child_result r;
+
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(jp_test_child(child_rw_destroy_locked, (void *)how[i], &r), 0);
+		assert_reported(&r, "jp_rwlock_destroy", &rw1, NULL, "locked");
+	}
+}
+
+/* ---- under JPSYNC_CHECK=1 ---------------------------------------------- */
+
 
 /* Another thread holds m1 while this one misuses it; what: how. */
 static void other_holds(const char *what)
@@ -147,7 +193,7 @@ static void other_holds(const char *what)
 	pthread_t t;
 
 	alarm(20);	/* without the check a wait would never end */
-	if (pthread_create(&t, NULL, hold_m1, NULL) != 0)
+	if (pthread_create(&t, NULL, hold, (void *)"mutex") != 0)
 		return;
 	while (!atomic_load(&held))
 		usleep(1000);
@@ -179,6 +225,93 @@ static void test_unlock_by_non_owner(void)
 
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_other_holds, "unlock", &r), 0);
 	assert_reported(&r, "jp_mutex_unlock", &m1, NULL, "not held by this thread");
+}
+
+/*
+ * An unlock of rw1 by this thread, which holds neither lock: another
+ * thread holds it for reading or writing ("read", "write"), or nobody
+ * does ("free", after a lock and unlock of its own), or this thread holds
+ * rw2 only ("other").
+ */
+static void rw_unlock_not_held(const char *how)
+{
+	pthread_t t;
+	int other = strcmp(how, "read") == 0 || strcmp(how, "write") == 0;
+
+	alarm(20);
+	if (other) {
+		if (pthread_create(&t, NULL, hold, (void *)how) != 0)
+			return;
+		while (!atomic_load(&held))
+			usleep(1000);
+	} else if (strcmp(how, "free") == 0) {
+		jp_rwlock_rdlock(&rw1);
+		jp_rwlock_unlock(&rw1);
+	} else {
+		jp_rwlock_rdlock(&rw2);
+	}
+	jp_rwlock_unlock(&rw1);
+	if (other) {
+		atomic_store(&release, 1);
+		pthread_join(t, NULL);
+	}
+	fprintf(stderr, "the unlock returned\n");
+}
+
+static void child_rw_unlock_check(void *arg)
+{
+	jp__sync_force_check(true);
+	rw_unlock_not_held(arg);
+}
+
+static void test_rwlock_unlock_not_held(void)
+{
+	static const char *const how[] = { "read", "write", "free", "other" };
+	struct jp_child_result r;
+
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL_FATAL(jp_test_child(child_rw_unlock_check, (void *)how[i], &r), 0);
+		assert_reported(&r, "jp_rwlock_unlock", &rw1, NULL, "not held by this thread");
+	}
+}
+
+/*
+ * Lockdep alone reports such an unlock and goes on, and the unlock
+ * releases nothing: the lock stays whole (it used to count a departure
+ * nobody made, and a writer then waited for ever).
+ */
+static void child_rw_unlock_lockdep(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	alarm(20);
+	jp__sync_force_lockdep(true);
+	jp_rwlock_unlock(&rw1);		/* nobody holds it */
+	jp_test_deadline_ms(&ts, 2000);
+	if (jp_rwlock_timedwrlock(&rw1, &ts) != 0) {
+		fprintf(stderr, "the writer timed out\n");
+		return;
+	}
+	jp_rwlock_unlock(&rw1);
+	jp_rwlock_rdlock(&rw1);
+	jp_rwlock_unlock(&rw1);
+	jp_rwlock_destroy(&rw1);
+}
+
+static void test_rwlock_unlock_lockdep(void)
+{
+	struct jp_child_result r;
+	char want[128];
+
+	snprintf(want, sizeof want, " unlocks rwlock %p that it does not hold, at ", (void *)&rw1);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_rw_unlock_lockdep, NULL, &r), 0);
+	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, want));
+	CU_ASSERT_PTR_NULL(strstr(r.err, "timed out"));
+	if (!r.exited || r.status != 0 || strstr(r.err, want) == NULL)
+		fprintf(stderr, "\n  exited %d status %d signal %d: %s\n", r.exited, r.status,
+			r.sig, r.err);
 }
 
 static void test_cond_wait_other_holds(void)
@@ -240,6 +373,8 @@ static void double_put(unsigned flags)
 /* ---- correct programs are not reported ---------------------------------- */
 
 struct work {
+	jp_rwlock_t rw;
+	_Atomic uint64_t reads;
 	jp_mutex_t m, inner, outer;
 	jp_cond_t c;
 	uint64_t count;
@@ -268,6 +403,62 @@ static void counter_body(void *ctx, unsigned thread, uint64_t iter)
 	w->count++;
 	jp_mutex_unlock(&w->inner);
 	jp_mutex_unlock(&w->m);
+}
+
+/* Readers and writers by every call, on one rwlock, nested in w->m. */
+static void rw_body(void *ctx, unsigned thread, uint64_t iter)
+{
+	struct work *w = ctx;
+	struct timespec ts;
+	int r = 0;
+
+	jp_test_deadline_ms(&ts, 10000);
+	switch ((thread + iter) % 6) {
+	case 0: r = jp_rwlock_rdlock(&w->rw); break;
+	case 1: while ((r = jp_rwlock_tryrdlock(&w->rw)) == EBUSY) sched_yield(); break;
+	case 2: r = jp_rwlock_timedrdlock(&w->rw, &ts); break;
+	case 3: jp_rwlock_wrlock(&w->rw); break;
+	case 4: while ((r = jp_rwlock_trywrlock(&w->rw)) == EBUSY) sched_yield(); break;
+	default: r = jp_rwlock_timedwrlock(&w->rw, &ts); break;
+	}
+	if (r != 0)
+		return;
+	if ((thread + iter) % 6 < 3) {
+		atomic_fetch_add(&w->reads, 1);
+	} else {
+		jp_mutex_lock(&w->inner);	/* rw before inner, always */
+		w->count++;
+		jp_mutex_unlock(&w->inner);
+	}
+	jp_rwlock_unlock(&w->rw);
+}
+
+/*
+ * Timed calls on rw1 that give up while another thread writes leave it
+ * whole; locked by that thread, destroyed by this one after the unlock.
+ */
+static int rw_timeouts(void)
+{
+	struct timespec ts;
+	pthread_t t;
+	int bad = 0;
+
+	if (pthread_create(&t, NULL, hold, (void *)"write") != 0)
+		return 1;
+	while (!atomic_load(&held))
+		usleep(1000);
+	jp_test_deadline_ms(&ts, 5);
+	bad |= jp_rwlock_timedrdlock(&rw1, &ts) != ETIMEDOUT;
+	jp_test_deadline_ms(&ts, 5);
+	bad |= jp_rwlock_timedwrlock(&rw1, &ts) != ETIMEDOUT;
+	bad |= jp_rwlock_tryrdlock(&rw1) != EBUSY;
+	bad |= jp_rwlock_trywrlock(&rw1) != EBUSY;
+	atomic_store(&release, 1);
+	pthread_join(t, NULL);
+	atomic_store(&held, 0);
+	atomic_store(&release, 0);
+	jp_rwlock_destroy(&rw1);
+	return bad;
 }
 
 /* A producer and a consumer through a cond, waiting with another mutex
@@ -308,6 +499,18 @@ static void correct_program(void)
 			(unsigned long long)(4 * iters));
 		return;
 	}
+	w.count = 0;
+	jp_rwlock_init(&w.rw);
+	if (jp_hammer(4, iters, rw_body, &w) != 0 || w.count + atomic_load(&w.reads) != 4 * iters) {
+		fprintf(stderr, "rwlock: %llu writes + %llu reads, wanted %llu\n",
+			(unsigned long long)w.count, (unsigned long long)atomic_load(&w.reads),
+			(unsigned long long)(4 * iters));
+		return;
+	}
+	if (rw_timeouts() != 0) {
+		fprintf(stderr, "rwlock: a timed or try call returned the wrong value\n");
+		return;
+	}
 	if (pthread_create(&t, NULL, consumer, &w) != 0)
 		return;
 	for (int i = 0; i < 200; i++) {
@@ -328,6 +531,7 @@ static void correct_program(void)
 	jp_mutex_destroy(&w.inner);
 	jp_mutex_destroy(&w.outer);
 	jp_cond_destroy(&w.c);
+	jp_rwlock_destroy(&w.rw);
 	/* Every object got and put once, twice over, with and without a cache. */
 	for (unsigned flags = 0; flags <= JP_POOL_THREAD_CACHE; flags += JP_POOL_THREAD_CACHE) {
 		p = jp_pool_create(32, 8, flags);
@@ -373,11 +577,14 @@ int main(int argc, char **argv)
 		{ "destroy of a locked mutex: reported", test_destroy_locked },
 		{ "unlock of a mutex not locked: reported", test_unlock_not_locked },
 		{ "cond wait, mutex not locked: reported", test_cond_wait_unlocked },
+		{ "destroy of a held or waited-for rwlock: reported", test_rwlock_destroy_locked },
 		{ "check: unlock by a thread that does not hold it: reported", test_unlock_by_non_owner },
 		{ "check, lockdep: cond wait, another thread holds the mutex: reported", test_cond_wait_other_holds },
+		{ "check: rwlock unlock by a thread that holds neither lock: reported", test_rwlock_unlock_not_held },
+		{ "lockdep: that rwlock unlock reported, and it releases nothing", test_rwlock_unlock_lockdep },
 		{ "JPSYNC_CHECK=1 in the environment turns the owner check on", test_check_from_environment },
 		{ "JPSYNC_CHECK=1: double jp_pool_put: reported", test_double_pool_put },
-		{ "correct programs: silent by default, with JPSYNC_CHECK=1 and lockdep", test_correct_silent },
+		{ "correct programs (mutex, cond, rwlock, pool): silent by default, with JPSYNC_CHECK=1 and lockdep", test_correct_silent },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
