@@ -34,6 +34,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define LD_HELD_MAX	48		/* deeper nesting is counted, not recorded */
@@ -147,9 +148,13 @@ static void put_pc(struct ld_buf *b, void *pc)
 	put_hex(b, (uintptr_t)pc);
 }
 
+/* Set once the hint below has been printed: once a process is enough. */
+static _Atomic int ld_hinted;
+
 static void flush(struct ld_buf *b)
 {
-	if (b->unnamed)
+	/* relaxed: a flag that only limits repetition. */
+	if (b->unnamed && !atomic_exchange_explicit(&ld_hinted, 1, memory_order_relaxed))
 		put(b, PFX "  (for file(+0xoff): addr2line -f -e file +0xoff;"
 		       " link with -rdynamic for names)\n");
 	jp__os_write(2, b->s, b->n);

@@ -290,6 +290,9 @@ static void test_unlock_not_held(void)
 	CU_ASSERT_EQUAL(count(r.err, "exits holding mutex"), 1);
 	CU_ASSERT_EQUAL(count(r.err, "that it does not hold"), 1);
 	CU_ASSERT(has_addr(r.err, &ma));
+	/* Two reports naming static functions by offset; the hint once. */
+	CU_ASSERT_EQUAL(count(r.err, "test-lockdep(+0x"), 2);
+	CU_ASSERT_EQUAL(count(r.err, "link with -rdynamic for names"), 1);
 }
 
 static void child_self(void *arg)
