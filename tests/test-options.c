@@ -240,6 +240,42 @@ static void test_long_values_do_not_overflow(void)
 	CU_ASSERT(strlen(out) < 400);
 }
 
+/* A hostile value or name is one line: control characters and backslashes
+ * shown as \xHH and \\, not written (tests/fuzz/corpus/options/regress-*). */
+static void test_warning_is_one_line(void)
+{
+	struct jp_options o;
+	char *env[] = { "JPSYNC_MAG_SIZE=8\njpsync: warning: forged",
+			"JPSYNC_\033[2J=1", "JPSYNC_CHECK=a\\b\177", NULL };
+	char out[4096];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 3);
+	CU_ASSERT_STRING_EQUAL(out,
+		"jpsync: warning: JPSYNC_MAG_SIZE='8\\x0ajpsync: warning: forged': "
+		"not a number (1 to 1024); default kept\n"
+		"jpsync: warning: JPSYNC_\\x1b[2J: unknown variable, ignored "
+		"(see jpsync(7))\n"
+		"jpsync: warning: JPSYNC_CHECK='a\\\\b\\x7f': not a boolean "
+		"(use 1/yes/on or 0/no/off); default kept\n");
+	CU_ASSERT_EQUAL(o.mag_size, 16);
+}
+
+/* A statistics file name with a control character would print (VERBOSE,
+ * jpsync-run --print-env) as more than one variable: refused. */
+static void test_stats_file_control_character(void)
+{
+	struct jp_options o;
+	char *env[] = { "JPSYNC_STATS=/tmp/x\nJPSYNC_CHECK=1", NULL };
+	char *tab[] = { "JPSYNC_STATS=/tmp/a\tb", NULL };
+	char out[1024];
+
+	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "a control character in the file name"));
+	CU_ASSERT_EQUAL(parse_capture(&o, tab, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+}
+
 static void test_print_effective(void)
 {
 	struct jp_options o;
@@ -356,6 +392,8 @@ static CU_TestInfo options_tests[] = {
 	{ "malformed values: one warning each, default kept", test_malformed_values_warn_and_keep_default },
 	{ "unknown JPSYNC_ names warn, test/bench names do not", test_unknown_variable_warns },
 	{ "an 8 KiB value is refused without overflow", test_long_values_do_not_overflow },
+	{ "a warning is one line, its bytes shown", test_warning_is_one_line },
+	{ "a statistics file name has no control character", test_stats_file_control_character },
 	{ "effective options print as NAME=value", test_print_effective },
 	{ "the process environment is read once", test_process_options_read_once },
 	CU_TEST_INFO_NULL,

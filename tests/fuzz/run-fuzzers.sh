@@ -51,7 +51,7 @@ ci_runs() {
 	arena) echo 180000 ;;
 	epoch) echo 22500 ;;
 	diff) echo 13500 ;;
-	options) echo 120000 ;;
+	options) echo 40000 ;;
 	*) echo 10000 ;;
 	esac
 }
