@@ -252,6 +252,12 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* A 0-byte block still owns a byte: with off a page multiple (every
+	 * alignment above a page), the mapping would end where the block
+	 * begins, and the block's registry entry would land on whatever
+	 * follows it. */
+	if (size == 0)
+		size = 1;
 	total = (off + size + page - 1) & ~(page - 1);
 	p = off == JP_HUGE_HDR ? hcache_take(total, &msize, &res) : NULL;
 	if (p != NULL) {
@@ -388,6 +394,12 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* A 0-byte block still owns a byte: with off a page multiple (every
+	 * alignment above a page), the mapping would end where the block
+	 * begins, and the block's registry entry would land on whatever
+	 * follows it. */
+	if (size == 0)
+		size = 1;
 	total = (off + size + page - 1) & ~(page - 1);
 	cur = off + h->usable;
 	if (total == cur)

@@ -403,6 +403,41 @@ static void test_aligned_every_power(void)
 	}
 }
 
+/*
+ * A 0-byte request at an alignment of 4 MiB or more: its header takes a
+ * whole 4 MiB, and the mapping used to end where the block began, so the
+ * pointer (and its registry entry) fell on the next 4 MiB of the address
+ * space, often a segment of small blocks that then read as invalid.
+ * Fuzzing found it (tests/fuzz/corpus/alloc/regress-aligned-zero-*).
+ */
+static void test_aligned_zero_bytes_huge_alignment(void)
+{
+	/* Check mode gives exactly the size asked for (its guards do the
+	 * rest); by default a huge 0-byte block owns a byte. */
+	const char *chk = getenv("JPSYNC_CHECK");
+	size_t least = chk != NULL && chk[0] != '\0' && strcmp(chk, "0") != 0 ? 0 : 1;
+
+	for (size_t a = 64 * 1024; a <= 16 * MiB; a *= 2) {
+		void *small = jp_alloc(100), *zero = jp_alloc(0);
+		void *p = jp_alloc_aligned(a, 0), *q = NULL;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		CU_ASSERT_EQUAL((uintptr_t)p % a, 0);
+		/* Inside its own mapping: at least a byte of it is the block's. */
+		CU_ASSERT(jp_usable_size(p) >= least);
+		CU_ASSERT_EQUAL(jp_posix_memalign(&q, a, 0), 0);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+		CU_ASSERT(jp_usable_size(q) >= least);
+		/* The small blocks next to them are still theirs. */
+		CU_ASSERT(jp_usable_size(small) >= 100);
+		CU_ASSERT(jp_usable_size(zero) < 64 * 1024);
+		jp_free(zero);
+		jp_free(small);
+		jp_free(q);
+		jp_free(p);
+	}
+}
+
 static void test_aligned_not_power(void)
 {
 	static const size_t bad[] = { 0, 3, 24, 48, 100, 4095, 4097, 3 * MiB };
@@ -2448,6 +2483,7 @@ static CU_TestInfo alloc_tests[] = {
 	{ "free(NULL) does nothing, usable_size(NULL) is 0", test_null },
 	{ "aligned alloc for every power of two 1 B .. 16 MiB", test_aligned_every_power },
 	{ "aligned alloc: not a power of two is EINVAL", test_aligned_not_power },
+	{ "aligned alloc of 0 bytes at 64 KiB .. 16 MiB alignment", test_aligned_zero_bytes_huge_alignment },
 	{ "posix_memalign: alignment below sizeof(void *) is EINVAL", test_posix_memalign_below_pointer },
 	{ "good_size(n) is the usable size of jp_alloc(n)", test_good_size_is_usable_size },
 	{ "free_sized with the allocated size", test_free_sized },
