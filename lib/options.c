@@ -269,7 +269,7 @@ const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *
 		for (const char *p = value; *p != '\0'; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				return "a control character in the file name";
-		strcpy(o->stats_path, value);
+		memcpy(o->stats_path, value, strlen(value) + 1);	/* fits: checked above */
 		o->stats = JP_STATS_FILE;
 		return NULL;
 	}

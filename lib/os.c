@@ -370,7 +370,7 @@ char *jp__fmt_bytes(char *buf, uint64_t v)
 	buf[n++] = '.';
 	buf[n++] = (char)('0' + tenths);
 	buf[n++] = ' ';
-	strcpy(buf + n, unit[u]);
+	memcpy(buf + n, unit[u], strlen(unit[u]) + 1);
 	return buf;
 }
 
