@@ -269,7 +269,7 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	out_num(&o, st.cache_hits, 16);
 	out_str(&o, "  ");
 	out_pct_as(&o, st.cache_hits, st.cache_hits + st.cache_misses, false);
-	out_str(&o, " of allocations of up to 256 KiB\n");
+	out_str(&o, " hit rate, of allocations of up to 256 KiB\n");
 	/* Per size class: the columns, labelled. */
 	out_str(&o, "  class  block size    allocations          frees  blocks in use   hit%\n");
 	for (uint32_t c = 0; c < st.nclasses; c++) {
