@@ -110,16 +110,16 @@ static int m_bool(const char *s)
  * 4K, 4KB, 4KiB), that fits 64 bits. */
 static bool m_size(const char *s, uint64_t *out)
 {
-	unsigned __int128 v = 0, mult = 1;
+	uint64_t v = 0, mult = 1;
 	const char *p = s;
 
 	if (*p < '0' || *p > '9')
 		return false;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		v = v * 10 + (unsigned)(*p - '0');
-		if (v > UINT64_MAX)
+	/* Overflow-checked in 64 bits: no __int128 on 32-bit targets. */
+	for (; *p >= '0' && *p <= '9'; p++)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
 			return false;
-	}
 	switch (*p) {
 	case 'k': case 'K': mult = 1 << 10; break;
 	case 'm': case 'M': mult = 1 << 20; break;
@@ -132,9 +132,9 @@ static bool m_size(const char *s, uint64_t *out)
 		if (*p == 'b' || *p == 'B')
 			p++;
 	}
-	if (*p != '\0' || v * mult > UINT64_MAX)
+	if (*p != '\0' || __builtin_mul_overflow(v, mult, &v))
 		return false;
-	*out = (uint64_t)(v * mult);
+	*out = v;
 	return true;
 }
 
