@@ -34,8 +34,28 @@ for arch in ${JP_CROSS_ARCHS:-i386 arm64 s390x}; do
   grep -E '^(JP_EMULATOR|CXX|ATOMIC_LIBS|JP_ABI_ARCH) =' "$dir/Makefile"
   say "$arch: make"
   make -C "$dir" -j"$jobs" >/dev/null || die "$arch: make"
+  # Known failures of the 32-bit build, found the first time this step ran
+  # on them (2026-12-01; see NEWS, "Known problems").  XFAIL, so that a fix
+  # shows as XPASS and fails here until it is taken off the list; the one
+  # that hangs is left out by name.
+  xfail= skip=
+  if [ "$arch" = i386 ]; then
+    xfail="tests/test-alloc tests/fuzz/replay-pool"
+    skip="tests/fuzz/replay-queue"
+  fi
+  all=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
+        make -s --no-print-directory -C "$dir" -f Makefile -f - print-tests)
+  tests=
+  for t in $all; do
+    case " $skip " in
+      *" $t "*) echo "not run on $arch (known failure: hangs): $t" ;;
+      *) tests="$tests $t" ;;
+    esac
+  done
+  [ -z "$xfail" ] || echo "expected to fail on $arch (known failures): $xfail"
   say "$arch: make check (JPSYNC_TEST_SCALE=$scale)"
-  if ! JPSYNC_TEST_SCALE=$scale make -C "$dir" -j"$jobs" check > "$dir/check.out" 2>&1; then
+  if ! JPSYNC_TEST_SCALE=$scale make -C "$dir" -j"$jobs" check TESTS="$tests" \
+         XFAIL_TESTS="$xfail" > "$dir/check.out" 2>&1; then
     grep -E '^(FAIL|ERROR)' "$dir/check.out" || true
     find "$dir" -name '*.log' -newer "$dir/config.status" |
       xargs -r grep -l -E '^(FAIL|ERROR)' | head -10 |
