@@ -38,17 +38,26 @@ for arch in ${JP_CROSS_ARCHS:-i386 arm64 s390x}; do
   # on them (2026-12-01; see NEWS, "Known problems").  XFAIL, so that a fix
   # shows as XPASS and fails here until it is taken off the list; the one
   # that hangs is left out by name.
+  # Under qemu-user (arm64, s390x) the suites that fork while threads run
+  # crash the emulator ("cpu_exec: assertion failed: (cpu ==
+  # current_cpu)") or are killed (exit 137), so they are left out there
+  # too, by name, until their fork cases are unregistered under emulation.
   xfail= skip=
-  if [ "$arch" = i386 ]; then
-    xfail="tests/test-alloc tests/fuzz/replay-pool"
-    skip="tests/fuzz/replay-queue"
-  fi
+  case $arch in
+    i386)
+      xfail="tests/test-alloc tests/fuzz/replay-pool"
+      skip="tests/fuzz/replay-queue" ;;
+    arm64)
+      skip="tests/test-alloc tests/test-lockdep tests/fuzz/replay-alloc tests/fuzz/replay-alloc-mt" ;;
+    s390x)
+      skip="tests/test-alloc tests/fuzz/replay-alloc tests/fuzz/replay-alloc-mt" ;;
+  esac
   all=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
         make -s --no-print-directory -C "$dir" -f Makefile -f - print-tests)
   tests=
   for t in $all; do
     case " $skip " in
-      *" $t "*) echo "not run on $arch (known failure: hangs): $t" ;;
+      *" $t "*) echo "not run on $arch (known failure, see the comment above): $t" ;;
       *) tests="$tests $t" ;;
     esac
   done
