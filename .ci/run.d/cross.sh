@@ -42,15 +42,15 @@ for arch in ${JP_CROSS_ARCHS:-i386 arm64 s390x}; do
   # crash the emulator ("cpu_exec: assertion failed: (cpu ==
   # current_cpu)") or are killed (exit 137), so they are left out there
   # too, by name, until their fork cases are unregistered under emulation.
+  # (The crash is a race: test-lockdep's fork case passed on s390x once,
+  # and failed the next run.)
   xfail= skip=
   case $arch in
     i386)
       xfail="tests/test-alloc tests/fuzz/replay-pool"
       skip="tests/fuzz/replay-queue" ;;
-    arm64)
+    arm64|s390x)
       skip="tests/test-alloc tests/test-lockdep tests/fuzz/replay-alloc tests/fuzz/replay-alloc-mt" ;;
-    s390x)
-      skip="tests/test-alloc tests/fuzz/replay-alloc tests/fuzz/replay-alloc-mt" ;;
   esac
   all=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
         make -s --no-print-directory -C "$dir" -f Makefile -f - print-tests)
