@@ -43,8 +43,10 @@ unsigned jp__nshards = 1;		/* in use: 4 per CPU, at most 8 */
 static _Atomic unsigned shard_heaps[JP_NSHARDS];
 
 /* Classes above JP_BIN_BLOCK_MAX have guards in their free blocks: the
- * thread caches never hold them, so every free passes here. */
-#define GUARD_HEAD	48	/* bytes after words 0 and 1 */
+ * thread caches never hold them, so every free passes here.  The head
+ * guard runs from after words 0 and 1 to the block's 64th byte (48 bytes,
+ * 56 on a 32-bit target), as jp_alloc(3) says. */
+#define GUARD_HEAD	(64 - 2 * sizeof(void *))
 #define GUARD_TAIL	32	/* bytes at the end of the block */
 #define GUARD_BYTE	0x5b
 

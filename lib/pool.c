@@ -412,7 +412,7 @@ static inline __attribute__((always_inline)) void shared_put(struct jp_pool *p, 
 JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned flags)
 {
 	struct jp_pool *p;
-	size_t cap = 1, stride, align, meta, head, page = jp__os_page_size();
+	size_t cap = 1, stride, objs, align, meta, head, page = jp__os_page_size();
 	unsigned nshards;
 	void *m;
 
@@ -425,19 +425,24 @@ JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned f
 	while (cap < capacity)
 		cap <<= 1;
 	stride = (obj_size + 15) & ~(size_t)15;
-	if (stride > SIZE_MAX / cap - page) {
-		errno = EINVAL;
-		return NULL;
-	}
 	align = stride & -stride;	/* the largest power of two dividing it */
 	for (nshards = 1; nshards < jp__os_cpu_count() && nshards < SHARDS_MAX && nshards < cap;)
 		nshards <<= 1;
 	head = (sizeof *p + JP_CACHELINE - 1) & ~(size_t)(JP_CACHELINE - 1);
-	meta = head + nshards * sizeof(struct pool_shard) + cap * sizeof(uint32_t) + cap;
+	/* The objects and the bookkeeping (a link and a flag byte per object),
+	 * each rounded up to pages, must fit size_t: on a 32-bit target a
+	 * capacity of 2^24 objects of 256 bytes does not. */
+	if (__builtin_mul_overflow(stride, cap, &objs) || objs > SIZE_MAX - page ||
+	    __builtin_mul_overflow(cap, sizeof(uint32_t) + 1, &meta) ||
+	    __builtin_add_overflow(meta, head + nshards * sizeof(struct pool_shard), &meta) ||
+	    meta > SIZE_MAX - page) {
+		errno = EINVAL;
+		return NULL;
+	}
 	meta = (meta + page - 1) & ~(page - 1);
 	/* Demand-paged, but never more than the machine could hold (as the
 	 * queues, queue_wait.c). */
-	if (stride * cap > jp__os_mem_bytes() - meta) {
+	if (meta > jp__os_mem_bytes() || objs > jp__os_mem_bytes() - meta) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -449,9 +454,9 @@ JP_EXPORT jp_pool_t *jp_pool_create(size_t obj_size, size_t capacity, unsigned f
 	p->stride = stride;
 	p->cap = cap;
 	p->meta_bytes = meta;
-	p->limit = stride * cap;
+	p->limit = objs;
 	p->fast_id = UINT64_MAX;
-	p->obj_bytes = (stride * cap + page - 1) & ~(page - 1);
+	p->obj_bytes = (objs + page - 1) & ~(page - 1);
 	if ((align > page ? jp__os_map_aligned(&m, p->obj_bytes, align)
 			  : jp__os_map(&m, p->obj_bytes)) != 0) {
 		jp__os_unmap(p, meta);

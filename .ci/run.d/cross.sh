@@ -34,11 +34,9 @@ for arch in ${JP_CROSS_ARCHS:-i386 arm64 s390x}; do
   grep -E '^(JP_EMULATOR|CXX|ATOMIC_LIBS|JP_ABI_ARCH) =' "$dir/Makefile"
   say "$arch: make"
   make -C "$dir" -j"$jobs" >/dev/null || die "$arch: make"
-  # Known failures of the 32-bit build, found the first time this step ran
-  # on them (2026-12-01; see NEWS, "Known problems").  XFAIL, so that a fix
-  # shows as XPASS and fails here until it is taken off the list; the one
-  # that hangs is left out by name.
-  # Under qemu-user (arm64, s390x) the suites that fork while threads run
+  # XFAIL_TESTS (xfail) for a known failure, so that a fix shows as XPASS
+  # and fails here until it is taken off the list; a test that hangs is
+  # left out by name (skip).  Under qemu-user (arm64, s390x) the suites that fork while threads run
   # crash the emulator ("cpu_exec: assertion failed: (cpu ==
   # current_cpu)") or are killed (exit 137), so they are left out there
   # too, by name, until their fork cases are unregistered under emulation.
@@ -46,9 +44,6 @@ for arch in ${JP_CROSS_ARCHS:-i386 arm64 s390x}; do
   # and failed the next run.)
   xfail= skip=
   case $arch in
-    i386)
-      xfail="tests/test-alloc tests/fuzz/replay-pool"
-      skip="tests/fuzz/replay-queue" ;;
     arm64|s390x)
       skip="tests/test-alloc tests/test-lockdep tests/fuzz/replay-alloc tests/fuzz/replay-alloc-mt" ;;
   esac

@@ -122,7 +122,8 @@ static void op_create(struct fz *f)
 	FZ_TRACE("jp_pool_create(%zu, %zu, %#x) -> %p errno %d", obj, cap, flags,
 		 (void *)p, err);
 	if (obj == 0 || cap == 0 || (flags & ~JP_POOL_THREAD_CACHE) != 0 ||
-	    cap > ((size_t)1 << 31) || obj > (size_t)(UINT64_C(1) << 40)) {
+	    cap > ((size_t)1 << 31) || (uint64_t)obj > UINT64_C(1) << 40 || obj > SIZE_MAX / 4 ||
+	    (size_t)((obj + 15) & ~(size_t)15) > SIZE_MAX / pow2_up(cap)) {
 		FZ_CHECK(p == NULL && err == EINVAL,
 			 "jp_pool_create(%zu, %zu, %#x): %p, errno %d, not NULL and EINVAL",
 			 obj, cap, flags, (void *)p, err);

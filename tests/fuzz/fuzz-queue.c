@@ -148,7 +148,9 @@ static enum dl pick_deadline(struct fz *f, struct timespec *ts, bool may_block)
 		ts->tv_nsec = (long)fz_bytes(f, 2) * 10;
 		break;
 	case DL_NEGATIVE:
-		ts->tv_sec = -(time_t)fz_bytes(f, 4) - 1;
+		/* 31 bits: where time_t has 32, a larger value would wrap to a
+		 * positive, far future second and the call would wait for it. */
+		ts->tv_sec = -(time_t)(fz_bytes(f, 4) & 0x7fffffff) - 1;
 		ts->tv_nsec = fz_u8(f) & 1 ? 999999999 : 0;
 		break;
 	case DL_BAD_NSEC:
