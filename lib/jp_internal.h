@@ -107,31 +107,10 @@ void __tsan_mutex_post_unlock(void *addr, unsigned flags) __attribute__((weak));
 #define JP_TSAN_TRY_LOCK	(1u << 4)
 #define JP_TSAN_TRY_LOCK_FAILED	(1u << 5)
 
-/*
- * TSan's annotation (exported by both runtimes) that a range is new
- * memory: no earlier access to it can race with a later one.
- */
-void AnnotateNewMemory(const char *file, int line, const volatile void *mem,
-		       size_t size) __attribute__((weak));
-
 /* True in a process that runs ThreadSanitizer. */
 static inline int jp__tsan_on(void)
 {
 	return __tsan_acquire != NULL;
-}
-
-/*
- * Before re-initialising memory that an exited or other thread used and
- * handed back through the allocator's own lock (a thread cache, a span).
- * TSan sees none of an uninstrumented library's accesses but those of the
- * intercepted memset that re-initialises it, so it would take the two
- * memsets for a race.  Announcing happens-before through the lock instead
- * would order every two threads that allocate, and hide their races.
- */
-static inline void jp__tsan_new_memory(void *mem, size_t size)
-{
-	if (AnnotateNewMemory != NULL)
-		AnnotateNewMemory(__FILE__, __LINE__, mem, size);
 }
 
 /*

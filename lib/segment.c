@@ -315,7 +315,6 @@ struct jp_span *jp__span_alloc(uint32_t nslices, bool may_map)
 	seg->dirty_bits &= ~mask;
 	seg->old_bits &= ~mask;
 	s = &seg->spans[first];
-	jp__tsan_new_memory(s, sizeof *s);
 	memset(s, 0, sizeof *s);
 	s->slice = (uint16_t)first;
 	s->nslices = (uint16_t)nslices;

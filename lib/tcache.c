@@ -171,7 +171,6 @@ struct jp_heap *jp__heap_get(void)
 		heap_chunk += sz;
 		heap_chunk_left -= sz;
 	}
-	jp__tsan_new_memory(h, sizeof *h);
 	memset(h, 0, sizeof *h);
 	/* Only its thread touches a heap, except the statistics, which read
 	 * its counters racily on purpose (see JP_CNT_LOAD). */

@@ -220,7 +220,7 @@ static void do_realloc(struct fa_table *t, unsigned i, struct fz *f, bool array,
 	else
 		sz = fz_size(f);
 	overflow = __builtin_mul_overflow(nm, sz, &n);
-	if (!overflow && fz_valgrind_skip(n))
+	if (!overflow && fz_huge_skip(n))
 		return;
 	check_slot(t, i);
 	errno = FA_ERRNO_MARK;
@@ -284,8 +284,8 @@ static void do_aligned(struct fa_table *t, unsigned i, enum fa_kind k, struct fz
 	void *p = NULL;
 	int err, rc;
 
-	if (fz_valgrind_skip(size) || fz_valgrind_skip(align) ||
-	    (!__builtin_add_overflow(size, align, &sum) && fz_valgrind_skip(sum)))
+	if (fz_huge_skip(size) || fz_huge_skip(align) ||
+	    (!__builtin_add_overflow(size, align, &sum) && fz_huge_skip(sum)))
 		return;
 	fa_release(t, i);
 	errno = 0;
@@ -347,7 +347,7 @@ static void do_valloc(struct fa_table *t, unsigned i, struct fz *f, unsigned olo
 	void *p;
 	int err;
 
-	if (fz_valgrind_skip(size))
+	if (fz_huge_skip(size))
 		return;
 	fa_release(t, i);
 	errno = 0;
@@ -422,7 +422,7 @@ void fa_op(struct fa_table *t, struct fz *f, unsigned lo, unsigned n,
 	case K_MALLOC:
 	case K_MALLOC_SMALL:
 		a = k == K_MALLOC ? fz_size(f) : fz_u8(f) * (size_t)(fz_u8(f) % 8 + 1);
-		if (fz_valgrind_skip(a))
+		if (fz_huge_skip(a))
 			break;
 		fa_release(t, i);
 		errno = 0;
@@ -436,7 +436,7 @@ void fa_op(struct fa_table *t, struct fz *f, unsigned lo, unsigned n,
 		break;
 	case K_CALLOC:
 		factors(f, &a, &b);
-		if (!__builtin_mul_overflow(a, b, &n_bytes) && fz_valgrind_skip(n_bytes))
+		if (!__builtin_mul_overflow(a, b, &n_bytes) && fz_huge_skip(n_bytes))
 			break;
 		fa_release(t, i);
 		errno = 0;

@@ -68,7 +68,7 @@ static void op_create(struct fz *f, struct ma *m)
 	if (m->a != NULL)
 		jp_arena_destroy(m->a);
 	memset(m, 0, sizeof *m);
-	if (fz_valgrind_skip(bytes))
+	if (fz_huge_skip(bytes))
 		return;
 	errno = 0;
 	a = jp_arena_create(bytes);

@@ -113,7 +113,7 @@ static void op_create(struct fz *f)
 		size_t bytes;
 
 		if (!__builtin_mul_overflow(pow2_up(cap), obj, &bytes) && pow2_up(cap) >= cap &&
-		    fz_valgrind_skip(bytes))
+		    fz_huge_skip(bytes))
 			return;
 	}
 	errno = 0;

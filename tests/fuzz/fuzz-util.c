@@ -196,13 +196,13 @@ size_t fz_overlap(const void *p, size_t len, void *const *objs,
 	return SIZE_MAX;
 }
 
-bool fz_valgrind_skip(size_t n)
+bool fz_huge_skip(size_t n)
 {
 	static int on = -1;
 
 	if (on < 0)
-		on = jp_test_on_valgrind();
-	return on && n > FZ_VALGRIND_MAX && n <= (size_t)PTRDIFF_MAX;
+		on = jp_test_on_valgrind() || jp_test_emulated();
+	return on && n > FZ_HUGE_MAX && n <= (size_t)PTRDIFF_MAX;
 }
 
 int fz_single_thread(void)

@@ -111,15 +111,17 @@ size_t fz_overlap(const void *p, size_t len, void *const *objs,
 		  const size_t *lens, size_t n);
 
 /*
- * Under valgrind a request of more than FZ_VALGRIND_MAX bytes that might
- * succeed is not made: the tools shadow (memcheck) or annotate (helgrind,
- * drd) every byte of a block or ring, gigabytes of them for a huge one, and
- * a replay would take minutes and gigabytes.  The sanitizer and plain
- * replays and the fuzzers make them.  True when the target should skip a
- * request of n bytes.
+ * Under valgrind or qemu-user a request of more than FZ_HUGE_MAX bytes
+ * that might succeed is not made.  The valgrind tools shadow (memcheck) or
+ * annotate (helgrind, drd) every byte of a block or ring, gigabytes of them
+ * for a huge one, and a replay would take minutes and gigabytes; qemu-user
+ * keeps state for every guest page of a mapping, and its replay of a
+ * 1 TiB reservation was OOM-killed.  The sanitizer and plain replays and
+ * the fuzzers make them.  True when the target should skip a request of n
+ * bytes.
  */
-#define FZ_VALGRIND_MAX ((size_t)64 << 20)
-bool fz_valgrind_skip(size_t n);
+#define FZ_HUGE_MAX ((size_t)64 << 20)
+bool fz_huge_skip(size_t n);
 /* For LLVMFuzzerInitialize of a target that runs one thread: 77 (skip,
  * with the reason printed) under helgrind and drd, which look for races
  * only, else 0.  The replay of the whole corpus under each tool is minutes
