@@ -4,6 +4,7 @@
 // destroyed), pools, epoch guards, memory resources, the allocator, and
 // errors as std::system_error.  Built twice, at C++17 and at C++20.
 #include <jpsync.hpp>
+#include <jpsync/hammer.h>
 
 extern "C" {
 #include "testutil.h"
@@ -14,6 +15,7 @@ extern "C" {
 #include <memory>
 #include <memory_resource>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -447,6 +449,76 @@ void test_resources_and_allocator()
 	CU_ASSERT_TRUE(jpsync::allocator<int>() == jpsync::allocator<long>());
 }
 
+// Under jp_hammer_rounds, so that every thread starts each round of the
+// body in the same instant: a jpsync::mutex counter through lock_guard, a
+// jpsync::shared_mutex table through unique_lock and shared_lock (a
+// reader must never see it half written), an mpmc_queue of heap-allocated
+// std::string handed from the even threads to the odd ones, and
+// thread-cached objects acquired and released on every thread.
+struct hammer_ctx {
+	jpsync::mutex m;
+	long counter = 0;
+	jpsync::shared_mutex rw;
+	long table[8] = {};
+	jpsync::mpmc_queue<std::string> q{64};
+	jpsync::thread_cached_object_pool<std::string> pool{256};
+	std::atomic<long> pushed{0}, popped{0}, bad{0};
+};
+
+void hammer_body(void *arg, unsigned t, uint64_t i)
+{
+	auto *c = static_cast<hammer_ctx *>(arg);
+
+	{
+		std::lock_guard<jpsync::mutex> g(c->m);
+		c->counter++;
+	}
+	if (i % 8 == t % 8) {
+		std::unique_lock<jpsync::shared_mutex> w(c->rw);
+		for (long &x : c->table)
+			x++;
+	} else {
+		std::shared_lock<jpsync::shared_mutex> r(c->rw);
+		for (long x : c->table)
+			if (x != c->table[0])
+				c->bad++;
+	}
+	if (t % 2 == 0) {
+		// 40 characters: beyond the short-string buffer, on the heap.
+		if (c->q.try_push(std::string(40, static_cast<char>('a' + i % 26))))
+			c->pushed++;
+	} else if (std::optional<std::string> s = c->q.try_pop()) {
+		if (s->size() != 40 || (*s)[0] != (*s)[39])
+			c->bad++;
+		c->popped++;
+	}
+	if (std::string *o = c->pool.acquire(std::to_string(i))) {
+		if (*o != std::to_string(i))
+			c->bad++;
+		c->pool.release(o);
+	}
+}
+
+void test_under_hammer()
+{
+	const unsigned threads = 4;
+	// Two rounds under valgrind, whose tools run one thread at a time.
+	const uint64_t iters = jp_test_on_valgrind() ? 200 : jp_test_scaled(20000, 500);
+	auto c = std::make_unique<hammer_ctx>();
+
+	CU_ASSERT_EQUAL_FATAL(jp_hammer_rounds(threads, iters, 100, hammer_body, c.get()), 0);
+	CU_ASSERT_EQUAL(c->counter, static_cast<long>(threads * iters));
+	CU_ASSERT_EQUAL(c->bad.load(), 0);
+	// Every round has threads/2 writers of the table per 8 iterations.
+	CU_ASSERT_EQUAL(c->table[0], c->table[7]);
+	CU_ASSERT_TRUE(c->table[0] > 0);
+	long left = 0;
+	while (c->q.try_pop())
+		left++;
+	CU_ASSERT_EQUAL(c->pushed.load(), c->popped.load() + left);
+	CU_ASSERT_TRUE(c->popped.load() > 0);
+}
+
 void test_thread_failures()
 {
 	CU_ASSERT_EQUAL(thread_failures.load(), 0u);
@@ -471,6 +543,8 @@ int main()
 		{ const_cast<char *>("epoch: guard and retire"), test_epoch },
 		{ const_cast<char *>("arena_resource, alloc_resource, allocator"),
 		  test_resources_and_allocator },
+		{ const_cast<char *>("under jp_hammer: mutex, shared_mutex, mpmc_queue<std::string>, pool"),
+		  test_under_hammer },
 		{ const_cast<char *>("no thread saw a failure"), test_thread_failures },
 		CU_TEST_INFO_NULL,
 	};
