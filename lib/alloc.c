@@ -4,7 +4,10 @@
  *
  * Fast paths (no lock, no atomic, no call):
  *   jp_alloc(n <= 1 KiB): class from a table, pop the thread's bin; up to
- *   32 KiB (the biggest blocks bins keep), the class by its formula.
+ *   32 KiB (the biggest blocks bins keep), the class by its formula.  The
+ *   pop clears the block's key and checks that it was there, in one
+ *   instruction on x86-64 (jp__bin_key_clear): damage found there is
+ *   reported (bin_damaged) before the block's link is followed.
  *   jp_free(p): registry byte of p's 4 MiB chunk says "segment"; the span
  *   of p's slice says p is the start of a block (offset below the span's
  *   limit and a multiple of the block size, by one multiplication); the
@@ -104,35 +107,43 @@ static JP_NOINLINE void *alloc_generic(size_t size)
 	return huge_alloc(size, 0, false);
 }
 
-/* Pop a block off bin b, or NULL when it is empty. */
-static inline void *bin_pop(struct jp_bin *b)
+/* The block at the head of the bin of size failed jp__bin_key_clear (its
+ * word 1 holds the difference now).  Found again from the size alone, and
+ * declared as returning a block, so that jp_alloc reaches it by a jump
+ * with nothing to move: it never returns. */
+static JP_COLD void *bin_damaged(size_t size)
 {
-	void **blk = b->head;
+	struct jp_heap *h = jp__tls_heap;
+	void **p = size <= JP_LOOKUP_MAX ?
+		((struct jp_bin *)((char *)h + jp__class_lookup[size]))->head :
+		h->bins[jp__size_class(size)].head;
 
-	if (jp_likely(blk != NULL)) {
-		b->head = blk[0];
-		JP_CNT_ADD(b->cn, JP_CN_ALLOC);
-		blk[1] = NULL;	/* not the double-free key */
-	}
-	return blk;
+	jp__free_block_damaged(p, ((uintptr_t *)p)[1]);
 }
 
 JP_EXPORT void *jp_alloc(size_t size)
 {
-	struct jp_heap *h = jp__tls_heap;
-	void *p;
+	struct jp_bin *b;
+	uintptr_t off;
+	void **p;
 
-	if (jp_likely(size <= JP_LOOKUP_MAX)) {
-		p = bin_pop((struct jp_bin *)((char *)h + jp__class_lookup[size]));
-		if (jp_likely(p != NULL))
-			return p;
-	} else if (size <= JP_BIN_BLOCK_MAX) {
+	if (jp_likely(size <= JP_LOOKUP_MAX))
+		off = jp__class_lookup[size];
+	else if (size <= JP_BIN_BLOCK_MAX)
 		/* Bigger ones that bins keep: the class by its formula. */
-		p = bin_pop(&h->bins[jp__size_class(size)]);
-		if (p != NULL)
-			return p;
-	}
-	return alloc_generic(size);
+		off = jp__size_class(size) * sizeof(struct jp_bin);
+	else
+		return alloc_generic(size);
+	b = (struct jp_bin *)((char *)jp__tls_heap + off);
+	/* jp__bin_pop, with damage reached by a jump. */
+	p = b->head;
+	if (jp_unlikely(p == NULL))
+		return alloc_generic(size);
+	if (jp_unlikely(!jp__bin_key_clear(p)))
+		return bin_damaged(size);
+	b->head = p[0];
+	JP_CNT_ADD(b->cn, JP_CN_ALLOC);
+	return p;
 }
 
 JP_EXPORT void *jp_calloc(size_t nmemb, size_t size)
@@ -244,11 +255,17 @@ static JP_NOINLINE void free_generic(void *p)
  */
 static inline bool free_fast(void *p, size_t size, const bool sized)
 {
-	uintptr_t a = (uintptr_t)p;
+	uintptr_t a = (uintptr_t)p, chunk = a >> JP_SEG_SHIFT;
 
-	if (jp_likely((a >> JP_SEG_SHIFT) < JP_REG_N &&
-		      jp__reg_get(a) == JP_REG_SMALL)) {
-		const struct jp_slice *sl = jp__slice_of(a);
+	if (jp_likely(chunk < JP_REG_N && jp__reg_get(a) == JP_REG_SMALL)) {
+		const struct jp_slice *sl;
+
+		/* The segment is the chunk number shifted back: the compiler
+		 * would mask a copy of a instead (one more instruction),
+		 * unless it forgets where chunk came from. */
+		__asm__("" : "+r"(chunk));
+		sl = &((struct jp_segment *)(chunk << JP_SEG_SHIFT))->
+			slices[(a >> JP_SLICE_SHIFT) & (JP_NSLICES - 1)];
 
 		if (jp_likely(jp__block_test(sl->nstart, sl->divc, sl->limit, a) &&
 			      (!sized || size <= sl->bsize) &&

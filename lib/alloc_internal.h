@@ -129,6 +129,47 @@ void jp__heap_flush(struct jp_heap *h);
 /* Is p a free block (in h's bin, on a chain or on its span's list)? */
 bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s);
 
+/* Free block b of a bin or a transfer chain has diff (not 0) between its
+ * word 1 and the key: dies naming the damaged bytes of its words 0 and 1
+ * (central.c). */
+_Noreturn JP_COLD void jp__free_block_damaged(const void *b, uintptr_t diff);
+/*
+ * Every block in a bin holds the double-free key in its word 1 (a free
+ * writes it, a refill brings in only blocks that have it), and the pop
+ * clears it.  This does both at once: word 1 ^= key, true when that left
+ * 0.  Anything else is damage (an overflow that ran over the free block,
+ * a write after free), found before the block's link is followed.  On
+ * x86-64, one xor into memory whose flags are the answer: the pop costs
+ * one more instruction than a plain store of 0 (and a load of the key).
+ */
+static inline bool jp__bin_key_clear(void *blk)
+{
+	uintptr_t *w = (uintptr_t *)blk + 1;
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	bool zero;
+
+	__asm__("xorq %2, %0" : "+m"(*w), "=@ccz"(zero) : "r"(jp__ag.key));
+	return zero;
+#else
+	*w ^= jp__ag.key;
+	return *w == 0;
+#endif
+}
+
+/* Pop a block off bin b, or NULL when it is empty; dies on damage. */
+static inline void *jp__bin_pop(struct jp_bin *b)
+{
+	void **blk = b->head;
+
+	if (jp_likely(blk != NULL)) {
+		if (jp_unlikely(!jp__bin_key_clear(blk)))
+			jp__free_block_damaged(blk, ((uintptr_t *)blk)[1]);
+		b->head = blk[0];
+		JP_CNT_ADD(b->cn, JP_CN_ALLOC);
+	}
+	return blk;
+}
+
 /* ---- "central.c" ------------------------------------------------------ */
 
 extern struct jp_central jp__central[JP_NSHARDS][JP_NCLASSES];

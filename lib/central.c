@@ -28,9 +28,13 @@
  * that takes a block from the list checks them (free_block_check), so a
  * write after free, or an overflow or underflow of a neighbour that ran
  * into a free block, ends the process with the block and the bytes named,
- * where it used to corrupt the list or go unseen.  (A free block in a
- * thread's cache or on a transfer chain is not checked; JPSYNC_CHECK checks
- * every block.)
+ * where it used to corrupt the list or go unseen.  A free block in a
+ * thread's cache or on a transfer chain has the key too (a block carved
+ * for a refill gets it here): the cache's pop checks it (jp__bin_pop), and
+ * a refill that takes a chain checks each block whose link it follows
+ * (chain_block_check), so an overflow over them is reported before a
+ * damaged link is followed (jp__free_block_damaged); their other bytes
+ * are not checked (JPSYNC_CHECK checks every block).
  */
 #include "alloc_internal.h"
 
@@ -135,6 +139,58 @@ static void guard_scan(const unsigned char *b, size_t lo, size_t hi,
 		}
 }
 
+/* The bytes of word 1 of a free block where diff (its word 1 xor the key)
+ * is not zero widen [*first, *last]. */
+static void key_scan(uintptr_t diff, long long *first, long long *last)
+{
+	for (unsigned i = 0; i < sizeof diff; i++)
+		if ((diff >> (8 * i) & 0xff) != 0) {
+			if (*first > (long long)(sizeof diff + i))
+				*first = (long long)(sizeof diff + i);
+			*last = (long long)(sizeof diff + i);
+		}
+}
+
+/* The note of every report of a damaged free block. */
+#define DAMAGE_NOTE "a write after free, or an overflow or underflow of a neighbour"
+
+/*
+ * Found by a bin's pop or a refill that takes a transfer chain (see
+ * jp__bin_pop): word 1 of free block b is not the key.  Its link may be
+ * damaged too: it is good when NULL or a block of b's class (in any span:
+ * a bin's blocks come from many).  b itself is a block: it was reached
+ * through links that passed, or is a bin's head.
+ */
+void jp__free_block_damaged(const void *b, uintptr_t diff)
+{
+	const struct jp_span *s = jp__span_of((uintptr_t)b);
+	uintptr_t next = ((const uintptr_t *)b)[0];
+	long long first = LLONG_MAX, last = -1;
+
+	key_scan(diff, &first, &last);
+	if (next != 0) {
+		const struct jp_span *t = NULL;
+
+		if ((next >> JP_SEG_SHIFT) < JP_REG_N &&
+		    jp__reg_get(next) == JP_REG_SMALL &&
+		    ((struct jp_segment *)(next & ~(uintptr_t)JP_SEG_MASK))->magic ==
+		    JP_SEG_MAGIC)
+			t = jp__span_of(next);
+		if (t == NULL || t->cls != s->cls || !jp__is_block(t, next))
+			first = 0;
+	}
+	jp__die_block("write into the free block", b, s->bsize, first, last, DAMAGE_NOTE);
+}
+
+/* A free block of a transfer chain, before a refill follows its link. */
+static void chain_block_check(const void *b)
+{
+	uintptr_t d = ((const uintptr_t *)b)[1] ^ jp__ag.key;
+
+	if (jp_unlikely(d != 0))
+		jp__free_block_damaged(b, d);
+}
+
 /*
  * Block b is taken from the free list of span s (class lock held): its key,
  * its link and, for a guarded class, its guards must be as the free left
@@ -147,14 +203,7 @@ static void free_block_check(const struct jp_span *s, const unsigned char *b)
 	uintptr_t start = jp__span_start(s);
 	long long first = LLONG_MAX, last = -1;
 
-	if (key != jp__ag.key) {
-		for (unsigned i = 0; i < sizeof key; i++)
-			if (((key ^ jp__ag.key) >> (8 * i) & 0xff) != 0) {
-				if (first == LLONG_MAX)
-					first = (long long)(sizeof key + i);
-				last = (long long)(sizeof key + i);
-			}
-	}
+	key_scan(key ^ jp__ag.key, &first, &last);
 	/* The link: NULL or a block of this span (the range first: the
 	 * block test holds for offsets below 2^32 only). */
 	if (next != 0 && (next - start >= (uintptr_t)s->nblocks * s->bsize ||
@@ -170,8 +219,7 @@ static void free_block_check(const struct jp_span *s, const unsigned char *b)
 		guard_scan(b, s->bsize - GUARD_TAIL, s->bsize, &first, &last);
 	}
 	if (last >= 0)
-		jp__die_block("write into the free block", b, s->bsize, first, last,
-			      "a write after free, or an overflow or underflow of a neighbour");
+		jp__die_block("write into the free block", b, s->bsize, first, last, DAMAGE_NOTE);
 }
 
 /* A transfer chain of at most fit blocks comes whole, however long; else
@@ -194,6 +242,9 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 		memmove(&k->xfer[i], &k->xfer[i + 1], (k->nxfer - i) * sizeof c);
 		k->xfer_blocks -= c.n;
 		jp__unlock(&k->lock);
+		/* The refill follows its link at once (the others are
+		 * checked as the bin pops them). */
+		chain_block_check(c.head);
 		*out = c.head;
 		*last = NULL;
 		return c.n;
@@ -204,8 +255,11 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 		struct jp_chain *c = &k->xfer[k->nxfer - 1];
 		void *b = c->head;
 
-		for (got = 1; got < want; got++)
+		for (got = 1; got < want; got++) {
+			chain_block_check(b);
 			b = *(void **)b;
+		}
+		chain_block_check(b);
 		*out = c->head;
 		*last = b;
 		c->head = *(void **)b;
@@ -248,9 +302,10 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 				s->bump += s->bsize;
 				JP_VG_DEFINED(b, 2 * sizeof(void *));
 				/* A carved block may hold a stale key or
-				 * pattern from an earlier life of the span. */
-				if (jp__ag.check)
-					((uintptr_t *)b)[1] = 0;
+				 * pattern from an earlier life of the span;
+				 * the key, as every block in a bin has (see
+				 * jp__bin_pop; check mode wants 0). */
+				((uintptr_t *)b)[1] = jp__ag.check ? 0 : jp__ag.key;
 			} else
 				break;
 			*tail = b;

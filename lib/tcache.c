@@ -325,12 +325,8 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	void *blk = b->head, *chain, *tail;
 	uint32_t got;
 
-	if (blk != NULL) {
-		b->head = *(void **)blk;
-		JP_CNT_ADD(b->cn, JP_CN_ALLOC);
-		((void **)blk)[1] = NULL;
-		return blk;
-	}
+	if (blk != NULL)
+		return jp__bin_pop(b);
 	/* Blocks too big to cache come from shard 0 whoever asks: they
 	 * are few per span, and spread over the shards their spans would
 	 * rarely empty (a lock round trip is cheap next to such a block). */

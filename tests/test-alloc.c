@@ -1857,6 +1857,101 @@ static void test_default_overflow_1m(void)
 	jp_free(p);
 }
 
+/*
+ * 1 MiB past a 32-byte block, over free blocks in a thread's bin or on a
+ * transfer chain: the pop (or the refill that takes the chain) finds the
+ * key in word 1 changed, before the link is followed.  glibc reports the
+ * same ("malloc(): unaligned tcache chunk detected"); jp_alloc used to
+ * follow the link and die of SIGSEGV at a later jp_alloc.
+ */
+#define OV_N	4000
+static char *ov_a, *ov_small[OV_N];
+
+/* Does p have more than 1 MiB of its own segment above it? */
+static bool room_above(const void *p)
+{
+	return (((uintptr_t)p | (4 * MiB - 1)) + 1) - (uintptr_t)p > MiB + 4096;
+}
+
+/* ov_a: a 32-byte block with room above it; ov_small[0..n): the 32-byte
+ * blocks above it within 1 MiB (allocated); the others are freed. */
+static int ov_small_setup(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < OV_N; i++)
+		ov_small[i] = jp_alloc(32);
+	ov_a = NULL;
+	for (int i = 0; i < OV_N && ov_a == NULL; i++)
+		if (room_above(ov_small[i]) && i + 1 < OV_N &&
+		    ov_small[i + 1] == ov_small[i] + jp_usable_size(ov_small[i]))
+			ov_a = ov_small[i];
+	CU_ASSERT_FATAL(ov_a != NULL);
+	for (int i = 0; i < OV_N; i++) {
+		if (ov_small[i] == ov_a)
+			continue;
+		if (ov_small[i] > ov_a && ov_small[i] < ov_a + MiB - 64)
+			ov_small[n++] = ov_small[i];
+		else
+			jp_free(ov_small[i]);
+	}
+	return n;
+}
+
+static void overflow_1m_bin(void *arg)
+{
+	char *b = arg;
+
+	jp_free(b);			/* the bin's head */
+	memset(ov_a, 'A', MiB);		/* the bug */
+	(void)!jp_alloc(32);
+	(void)!jp_alloc(32);
+	_exit(0);
+}
+
+static void test_default_overflow_1m_bin(void)
+{
+	char want[256], *b;
+	int n = ov_small_setup();
+
+	CU_ASSERT_FATAL(n > 0);
+	b = ov_a + jp_usable_size(ov_a);
+	CU_ASSERT_FATAL(ov_small[0] == b);
+	snprintf(want, sizeof want, "jpsync: write into the free block of 0x%lx (%zu bytes): "
+		 "bytes 0 to 15 changed (a write after free, or an overflow or underflow "
+		 "of a neighbour)\n", (unsigned long)(uintptr_t)b, jp_usable_size(b));
+	expect_abort_msg(overflow_1m_bin, b, want, false);
+	for (int i = 0; i < n; i++)
+		jp_free(ov_small[i]);
+	jp_free(ov_a);
+	jp_alloc_trim();
+}
+
+static void overflow_1m_chain(void *arg)
+{
+	(void)arg;
+	memset(ov_a, 'A', MiB);		/* the bug */
+	for (int i = 0; i < OV_N; i++)
+		(void)!jp_alloc(32);
+	_exit(0);
+}
+
+static void test_default_overflow_1m_chain(void)
+{
+	int n = ov_small_setup();
+
+	CU_ASSERT_FATAL(n > 256);
+	/* Freed in one go, the bin overflows into transfer chains; the
+	 * flush sends the bin's blocks to their spans and leaves the
+	 * chains, which the next refill takes first. */
+	for (int i = 0; i < n; i++)
+		jp_free(ov_small[i]);
+	jp_thread_flush();
+	expect_abort_msg(overflow_1m_chain, NULL, "jpsync: write into the free block of 0x", true);
+	jp_free(ov_a);
+	jp_alloc_trim();
+}
+
 /* A damaged segment header (an overflow from the memory below it). */
 static void damaged_segment(void *arg)
 {
@@ -2562,6 +2657,8 @@ static CU_TestInfo misuse_tests[] = {
 	{ "default mode: 32-byte overflow, underflow, write after free of large blocks", test_default_large_damage },
 	{ "default mode: 32-byte underflow of a huge block", test_default_huge_underflow },
 	{ "default mode: 1 MiB overflow past a block, over free blocks", test_default_overflow_1m },
+	{ "default mode: 1 MiB overflow over a block in a thread's bin", test_default_overflow_1m_bin },
+	{ "default mode: 1 MiB overflow over blocks on transfer chains", test_default_overflow_1m_chain },
 	{ "default mode: a damaged segment header", test_default_segment_header },
 	{ "default mode: a free into an unmapped region", test_default_free_unmapped },
 	{ "JPSYNC_CHECK=1: a correct program runs", test_check_ok },
