@@ -452,6 +452,16 @@ namespace detail {
 		static int push(queue *q, const void *e, const timespec *d) noexcept \
 		{ return jp_##K##_push(q, e, d); } \
 		static int pop(queue *q, void *e, const timespec *d) noexcept { return jp_##K##_pop(q, e, d); } \
+		static int try_push_start(queue *q, jp_queue_slot_t *s) noexcept \
+		{ return jp_##K##_try_push_start(q, s); } \
+		static int push_start(queue *q, jp_queue_slot_t *s, const timespec *d) noexcept \
+		{ return jp_##K##_push_start(q, s, d); } \
+		static void push_finish(queue *q, jp_queue_slot_t *s) noexcept { jp_##K##_push_finish(q, s); } \
+		static int try_pop_start(queue *q, jp_queue_slot_t *s) noexcept \
+		{ return jp_##K##_try_pop_start(q, s); } \
+		static int pop_start(queue *q, jp_queue_slot_t *s, const timespec *d) noexcept \
+		{ return jp_##K##_pop_start(q, s, d); } \
+		static void pop_finish(queue *q, jp_queue_slot_t *s) noexcept { jp_##K##_pop_finish(q, s); } \
 		static void close(queue *q) noexcept { jp_##K##_close(q); } \
 		static std::size_t size(const queue *q) noexcept { return jp_##K##_size(q); } \
 		static std::size_t capacity(const queue *q) noexcept { return jp_##K##_capacity(q); } \
@@ -473,9 +483,15 @@ inline void *alloc_for() noexcept
 
 template <class T, class Ops>
 class basic_queue {
-	// Trivially copyable T travel in the slots; others through a pointer.
-	static constexpr bool in_slot = std::is_trivially_copyable_v<T>;
-	using slot_type = std::conditional_t<in_slot, T, T *>;
+	// How a T travels.  Trivially copyable: its bytes, copied in and out.
+	// Otherwise, where its move cannot throw and the slot's alignment (up
+	// to 8, see jpsync/queue.h) suits it: built in the slot itself (the
+	// in-place slots of libjpsync 1.1), moved out on the other side.
+	// Anything else: a jp_alloc'd T, its pointer in the slot.
+	static constexpr bool copied = std::is_trivially_copyable_v<T>;
+	static constexpr bool in_place = !copied && std::is_nothrow_move_constructible_v<T> &&
+					 std::is_nothrow_destructible_v<T> && alignof(T) <= 8;
+	using slot_type = std::conditional_t<copied || in_place, T, T *>;
 
 public:
 	using value_type = T;
@@ -491,7 +507,14 @@ public:
 	// Destroys every element still in the queue.
 	~basic_queue()
 	{
-		if constexpr (!in_slot) {
+		if constexpr (in_place) {
+			jp_queue_slot_t s;
+
+			while (Ops::try_pop_start(q_, &s) == 0) {
+				static_cast<T *>(s.elem)->~T();
+				Ops::pop_finish(q_, &s);
+			}
+		} else if constexpr (!copied) {
 			slot_type s;
 
 			while (Ops::try_pop(q_, &s) == 0)
@@ -503,8 +526,8 @@ public:
 	basic_queue &operator=(const basic_queue &) = delete;
 
 	// Without waiting: false when full or closed (v is then left as it was).
-	bool try_push(const T &v) { return put(v, [this](const slot_type *s) { return Ops::try_push(q_, s); }); }
-	bool try_push(T &&v) { return put(std::move(v), [this](const slot_type *s) { return Ops::try_push(q_, s); }); }
+	bool try_push(const T &v) { return put(v, push_now()); }
+	bool try_push(T &&v) { return put(std::move(v), push_now()); }
 
 	// Waiting while full: false once the queue is closed.
 	bool push(const T &v) { return put(v, wait_push(nullptr)); }
@@ -529,7 +552,7 @@ public:
 
 	// An element, or std::nullopt when empty (try_pop), when closed and
 	// empty (pop), or at the timeout (pop_for, pop_until).
-	std::optional<T> try_pop() { return get([this](slot_type *s) { return Ops::try_pop(q_, s); }); }
+	std::optional<T> try_pop() { return get(pop_now()); }
 	std::optional<T> pop() { return get(wait_pop(nullptr)); }
 	template <class Rep, class Period>
 	std::optional<T> pop_for(const std::chrono::duration<Rep, Period> &d)
@@ -556,21 +579,52 @@ public:
 	native_handle_type native_handle() noexcept { return q_; }
 
 private:
+	// The C call each operation makes: a start of an in-place slot, or a
+	// push/pop of the slot_type's bytes.
+	using push_arg = std::conditional_t<in_place, jp_queue_slot_t *, const slot_type *>;
+	using pop_arg = std::conditional_t<in_place, jp_queue_slot_t *, slot_type *>;
+
+	auto push_now()
+	{
+		return [this](push_arg s) {
+			if constexpr (in_place)
+				return Ops::try_push_start(q_, s);
+			else
+				return Ops::try_push(q_, s);
+		};
+	}
 	auto wait_push(const timespec *ts)
 	{
-		return [this, ts](const slot_type *s) { return Ops::push(q_, s, ts); };
+		return [this, ts](push_arg s) {
+			if constexpr (in_place)
+				return Ops::push_start(q_, s, ts);
+			else
+				return Ops::push(q_, s, ts);
+		};
+	}
+	auto pop_now()
+	{
+		return [this](pop_arg s) {
+			if constexpr (in_place)
+				return Ops::try_pop_start(q_, s);
+			else
+				return Ops::try_pop(q_, s);
+		};
 	}
 	auto wait_pop(const timespec *ts)
 	{
-		return [this, ts](slot_type *s) { return Ops::pop(q_, s, ts); };
+		return [this, ts](pop_arg s) {
+			if constexpr (in_place)
+				return Ops::pop_start(q_, s, ts);
+			else
+				return Ops::pop(q_, s, ts);
+		};
 	}
 
-	static void drop(slot_type s) noexcept
+	static void drop(T *s) noexcept
 	{
-		if constexpr (!in_slot) {
-			s->~T();
-			jp_free(s);
-		}
+		s->~T();
+		jp_free(s);
 	}
 
 	// 0: in; EAGAIN (full), ETIMEDOUT, EPIPE (closed): not in, false;
@@ -585,11 +639,28 @@ private:
 	template <class U, class Op>
 	bool put(U &&v, Op op)
 	{
-		if constexpr (in_slot) {
+		if constexpr (copied) {
 			const slot_type s = v;
 			const int r = op(&s);
 
 			return r == 0 || verdict(r, Ops::push_name);
+		} else if constexpr (in_place) {
+			if constexpr (std::is_nothrow_constructible_v<T, U &&>) {
+				// Straight into the slot; v is untouched unless it went in.
+				jp_queue_slot_t s;
+				const int r = op(&s);
+
+				if (r != 0)
+					return verdict(r, Ops::push_name);
+				::new (s.elem) T(std::forward<U>(v));
+				Ops::push_finish(q_, &s);
+				return true;
+			} else {
+				// A copy may throw: make it before a slot is held.
+				T t(std::forward<U>(v));
+
+				return put(std::move(t), op);
+			}
 		} else {
 			void *m = alloc_for<T>();
 
@@ -617,22 +688,38 @@ private:
 	template <class Op>
 	std::optional<T> get(Op op)
 	{
-		slot_type s;
-		const int r = op(&s);
+		if constexpr (in_place) {
+			jp_queue_slot_t s;
+			const int r = op(&s);
 
-		if (r != 0) {
-			verdict(r, Ops::pop_name);	// false, or throws
-			return std::nullopt;
-		}
-		if constexpr (in_slot) {
-			return std::optional<T>(s);
+			if (r != 0) {
+				verdict(r, Ops::pop_name);	// false, or throws
+				return std::nullopt;
+			}
+			T *e = static_cast<T *>(s.elem);
+			std::optional<T> out(std::move(*e));
+
+			e->~T();
+			Ops::pop_finish(q_, &s);
+			return out;
 		} else {
-			struct guard {
-				slot_type s;
-				~guard() { drop(s); }
-			} g{s};
+			slot_type s;
+			const int r = op(&s);
 
-			return std::optional<T>(std::move(*s));
+			if (r != 0) {
+				verdict(r, Ops::pop_name);	// false, or throws
+				return std::nullopt;
+			}
+			if constexpr (copied) {
+				return std::optional<T>(s);
+			} else {
+				struct guard {
+					slot_type s;
+					~guard() { drop(s); }
+				} g{s};
+
+				return std::optional<T>(std::move(*s));
+			}
 		}
 	}
 

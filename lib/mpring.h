@@ -177,18 +177,43 @@ static inline void publish(JP_MPRING_T *q, uint64_t pos)
 	atomic_store_explicit(slot_seq(q, pos), seq_full(q, pos), memory_order_release);
 }
 
-JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
+/*
+ * The one-element calls in two halves, around the copy: the start claims
+ * a position and fills *slot; publish() (push) or release_slot() and
+ * popped() (pop) give it to the other side.  try_push/try_pop copy in
+ * between; the in-place slot calls of 1.1 let the caller do it.  A started
+ * push holds its claimed position (consumers of it and of later positions
+ * wait for the finish, as they wait for a copy in flight); a started pop
+ * holds the slot until its finish frees it.
+ */
+static inline __attribute__((always_inline)) int
+try_push_start(JP_MPRING_T *q, jp_queue_slot_t *slot)
 {
 	uint64_t pos;
 	bool closed;
 
-	if (jp_unlikely(q == NULL || elem == NULL))
+	if (jp_unlikely(q == NULL || slot == NULL))
 		return EINVAL;
 	if (claim_push(q, 1, &pos, &closed) == 0)
 		return closed ? EPIPE : EAGAIN;
 	slot_hb_acquire(q, pos, &q->head);
-	jp__qcopy(slot_data(q, pos), elem, q->esize);
-	publish(q, pos);
+	slot->elem = slot_data(q, pos);
+	slot->pos = pos;
+	return 0;
+}
+
+JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
+{
+	jp_queue_slot_t s;
+	int r;
+
+	if (jp_unlikely(elem == NULL))
+		return EINVAL;
+	r = try_push_start(q, &s);
+	if (r != 0)
+		return r;
+	jp__qcopy(s.elem, elem, q->esize);
+	publish(q, s.pos);
 	jp__park_chan_wake(&q->not_empty);
 	return 0;
 }
@@ -285,19 +310,35 @@ static void popped(JP_MPRING_T *q, uint64_t pos, size_t k)
 #endif
 }
 
-JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
+static inline __attribute__((always_inline)) int
+try_pop_start(JP_MPRING_T *q, jp_queue_slot_t *slot)
 {
 	uint64_t pos;
 	int status;
 
-	if (jp_unlikely(q == NULL || elem == NULL))
+	if (jp_unlikely(q == NULL || slot == NULL))
 		return EINVAL;
 	if (claim_pop(q, 1, &pos, &status) == 0)
 		return status;
 	slot_hb_acquire(q, pos, &q->tail);
-	jp__qcopy(elem, slot_data(q, pos), q->esize);
-	release_slot(q, pos);
-	popped(q, pos, 1);
+	slot->elem = slot_data(q, pos);
+	slot->pos = pos;
+	return 0;
+}
+
+JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
+{
+	jp_queue_slot_t s;
+	int r;
+
+	if (jp_unlikely(elem == NULL))
+		return EINVAL;
+	r = try_pop_start(q, &s);
+	if (r != 0)
+		return r;
+	jp__qcopy(elem, s.elem, q->esize);
+	release_slot(q, s.pos);
+	popped(q, s.pos, 1);
 	return 0;
 }
 
@@ -348,32 +389,68 @@ static bool pop_may_sleep(const void *qv)
 JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
 			       const struct timespec *deadline)
 {
-	int r;
-
-	if (jp_unlikely(jp__deadline_check(deadline) != 0))
-		return EINVAL;
-	r = JP_MPRING(_try_push)(q, elem);
-
-	if (jp_likely(r != EAGAIN))
-		return r;
-	/* MPSC: the consumer frees slots with plain stores (popped()). */
-	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
-			  (void *)elem, deadline, !JP_MPRING_MC);
+	return jp__qwait(q, offsetof(JP_MPRING_T, not_full), try_push_v, push_may_sleep,
+			 (void *)elem, deadline, !JP_MPRING_MC);
 }
 
 JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,
 			      const struct timespec *deadline)
 {
-	int r;
+	return jp__qwait(q, offsetof(JP_MPRING_T, not_empty), try_pop_v, pop_may_sleep,
+			 elem, deadline, false);
+}
 
-	if (jp_unlikely(jp__deadline_check(deadline) != 0))
-		return EINVAL;
-	r = JP_MPRING(_try_pop)(q, elem);
+/* The finishes' check that a slot is as its start left it: a second
+ * finish, or most slots of another queue, is not (a documented abort). */
+static bool slot_started(const JP_MPRING_T *q, const jp_queue_slot_t *slot, bool full)
+{
+	uint64_t seq = full ? seq_full(q, slot->pos) : seq_free(q, slot->pos);
 
-	if (jp_likely(r != EAGAIN))
-		return r;
-	return jp__qblock(q, &q->not_empty, try_pop_v, pop_may_sleep, elem,
-			  deadline, false);
+	return slot->elem == slot_data(q, slot->pos) &&
+	       atomic_load_explicit(slot_seq(q, slot->pos), memory_order_relaxed) == seq;
+}
+
+static int try_push_start_v(void *q, void *slot) { return try_push_start(q, slot); }
+static int try_pop_start_v(void *q, void *slot) { return try_pop_start(q, slot); }
+
+JP_EXPORT int JP_MPRING(_try_push_start)(JP_MPRING_T *q, jp_queue_slot_t *slot)
+{
+	return try_push_start(q, slot);
+}
+
+JP_EXPORT int JP_MPRING(_push_start)(JP_MPRING_T *q, jp_queue_slot_t *slot,
+				     const struct timespec *deadline)
+{
+	return jp__qwait(q, offsetof(JP_MPRING_T, not_full), try_push_start_v, push_may_sleep,
+			 slot, deadline, !JP_MPRING_MC);
+}
+
+JP_EXPORT void JP_MPRING(_push_finish)(JP_MPRING_T *q, jp_queue_slot_t *slot)
+{
+	if (jp_unlikely(q == NULL || slot == NULL || !slot_started(q, slot, false)))
+		jp__die(JP_MPRING_NAME "_push_finish: the slot was not started on this queue");
+	publish(q, slot->pos);
+	jp__park_chan_wake(&q->not_empty);
+}
+
+JP_EXPORT int JP_MPRING(_try_pop_start)(JP_MPRING_T *q, jp_queue_slot_t *slot)
+{
+	return try_pop_start(q, slot);
+}
+
+JP_EXPORT int JP_MPRING(_pop_start)(JP_MPRING_T *q, jp_queue_slot_t *slot,
+				    const struct timespec *deadline)
+{
+	return jp__qwait(q, offsetof(JP_MPRING_T, not_empty), try_pop_start_v, pop_may_sleep,
+			 slot, deadline, false);
+}
+
+JP_EXPORT void JP_MPRING(_pop_finish)(JP_MPRING_T *q, jp_queue_slot_t *slot)
+{
+	if (jp_unlikely(q == NULL || slot == NULL || !slot_started(q, slot, true)))
+		jp__die(JP_MPRING_NAME "_pop_finish: the slot was not started on this queue");
+	release_slot(q, slot->pos);
+	popped(q, slot->pos, 1);
 }
 
 JP_EXPORT void JP_MPRING(_close)(JP_MPRING_T *q)

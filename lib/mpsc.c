@@ -4,5 +4,6 @@
  * with a plain store, no compare-exchange.  The code is lib/mpring.h.
  */
 #define JP_MPRING(x) jp_mpsc##x
+#define JP_MPRING_NAME "jp_mpsc"
 #define JP_MPRING_MC 0
 #include "mpring.h"

@@ -111,6 +111,27 @@ int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
 	       const struct timespec *deadline, bool asym);
 
 /*
+ * A waiting call: a bad deadline is EINVAL before anything else, then one
+ * try_op(q, arg) (the whole call when it does not return EAGAIN: EINVAL
+ * for a NULL q), then jp__qblock on the channel chan_off bytes into q.
+ * Inlined, so the first try is a direct call.
+ */
+static inline __attribute__((always_inline)) int
+jp__qwait(void *q, size_t chan_off, jp__qtry_fn try_op, jp__qsleep_fn may_sleep,
+	  void *arg, const struct timespec *deadline, bool asym)
+{
+	int r;
+
+	if (jp_unlikely(jp__deadline_check(deadline) != 0))
+		return EINVAL;
+	r = try_op(q, arg);
+	if (jp_likely(r != EAGAIN))
+		return r;
+	return jp__qblock(q, (struct jp__park_chan *)(void *)((char *)q + chan_off), try_op,
+			  may_sleep, arg, deadline, asym);
+}
+
+/*
  * Map a queue: a header of hdr bytes followed by a ring of capacity slots of
  * slot_overhead + elem_size bytes rounded up to align.  Returns the mapping
  * (zeroed) with *cap (power of two), *stride and *bytes filled, or NULL with

@@ -108,22 +108,28 @@ static inline void push_end(struct jp_spsc *q, bool published)
 	}
 }
 
-JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
+/*
+ * The one-element calls in two halves, around the copy: the start claims
+ * the slot and fills *slot, the publish (push) or release (pop) gives it
+ * to the other side.  try_push/try_pop copy in between; the in-place slot
+ * calls of 1.1 let the caller do it.  A started push keeps busy set, so
+ * close waits for its finish as for a copy in flight.
+ */
+static inline __attribute__((always_inline)) int
+try_push_start(struct jp_spsc *q, jp_queue_slot_t *slot)
 {
 	uint64_t t;
 
-	if (jp_unlikely(q == NULL || elem == NULL))
+	if (jp_unlikely(q == NULL || slot == NULL))
 		return EINVAL;
 	if (jp_unlikely(!push_begin(q)))
 		return EPIPE;
-	/* relaxed: only the producer stores tail until close sets bit 63. */
-	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	t = atomic_load_explicit(&q->tail, memory_order_relaxed);	/* as try_push */
 	if (jp_unlikely(t & JP__Q_CLOSED)) {
 		push_end(q, false);
 		return EPIPE;
 	}
 	if (jp_unlikely(t - q->head_cache > q->mask)) {
-		/* acquire: the consumer's copy out of the slot happened before. */
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
 		JP_HB_ACQUIRE(&q->head);
 		if (t - q->head_cache > q->mask) {
@@ -131,12 +137,38 @@ JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 			return EAGAIN;
 		}
 	}
-	jp__qcopy(q->ring + (t & q->mask) * q->esize, elem, q->esize);
-	JP_HB_RELEASE(&q->tail);
-	/* release: the copy into the slot before the consumer's acquire. */
-	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
-	push_end(q, true);
+	slot->elem = q->ring + (t & q->mask) * q->esize;
+	slot->pos = t;
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+try_pop_start(struct jp_spsc *q, jp_queue_slot_t *slot)
+{
+	uint64_t h;
+
+	if (jp_unlikely(q == NULL || slot == NULL))
+		return EINVAL;
+	h = atomic_load_explicit(&q->head, memory_order_relaxed);	/* as try_pop */
+	if (h == q->tail_cache) {
+		uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+
+		JP_HB_ACQUIRE(&q->tail);
+		q->tail_cache = JP__Q_POS(t);
+		if (h == q->tail_cache)
+			return (t & JP__Q_CLOSED) ? EPIPE : EAGAIN;
+	}
+	slot->elem = q->ring + (h & q->mask) * q->esize;
+	slot->pos = h;
+	return 0;
+}
+
+/* release: the copy into the slot before the consumer's acquire. */
+static inline void push_publish(struct jp_spsc *q, uint64_t pos)
+{
+	JP_HB_RELEASE(&q->tail);
+	atomic_store_explicit(&q->tail, pos + 1, memory_order_release);
+	push_end(q, true);
 }
 
 /* After the consumer's release store of head: wake a sleeping producer. */
@@ -146,28 +178,41 @@ static inline void consumed(struct jp_spsc *q)
 	jp__park_chan_wake_fenced(&q->not_full);
 }
 
+/* release: our copy out before the producer reuses the slot. */
+static inline void pop_release(struct jp_spsc *q, uint64_t pos)
+{
+	JP_HB_RELEASE(&q->head);
+	atomic_store_explicit(&q->head, pos + 1, memory_order_release);
+	consumed(q);
+}
+
+JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
+{
+	jp_queue_slot_t s;
+	int r;
+
+	if (jp_unlikely(elem == NULL))
+		return EINVAL;
+	r = try_push_start(q, &s);
+	if (jp_unlikely(r != 0))
+		return r;
+	jp__qcopy(s.elem, elem, q->esize);
+	push_publish(q, s.pos);
+	return 0;
+}
+
 JP_EXPORT int jp_spsc_try_pop(jp_spsc_t *q, void *elem)
 {
-	uint64_t h;
+	jp_queue_slot_t s;
+	int r;
 
-	if (jp_unlikely(q == NULL || elem == NULL))
+	if (jp_unlikely(elem == NULL))
 		return EINVAL;
-	/* relaxed: only the consumer moves head. */
-	h = atomic_load_explicit(&q->head, memory_order_relaxed);
-	if (h == q->tail_cache) {
-		/* acquire: the producer's copy into the slot happened before. */
-		uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
-
-		JP_HB_ACQUIRE(&q->tail);
-		q->tail_cache = JP__Q_POS(t);
-		if (h == q->tail_cache)
-			return (t & JP__Q_CLOSED) ? EPIPE : EAGAIN;
-	}
-	jp__qcopy(elem, q->ring + (h & q->mask) * q->esize, q->esize);
-	JP_HB_RELEASE(&q->head);
-	/* release: our copy out before the producer reuses the slot. */
-	atomic_store_explicit(&q->head, h + 1, memory_order_release);
-	consumed(q);
+	r = try_pop_start(q, &s);
+	if (r != 0)
+		return r;
+	jp__qcopy(elem, s.elem, q->esize);
+	pop_release(q, s.pos);
 	return 0;
 }
 
@@ -196,31 +241,15 @@ static bool pop_may_sleep(const void *qv)
 JP_EXPORT int jp_spsc_push(jp_spsc_t *q, const void *elem,
 			   const struct timespec *deadline)
 {
-	int r;
-
-	if (jp_unlikely(jp__deadline_check(deadline) != 0))
-		return EINVAL;
-	r = jp_spsc_try_push(q, elem);
-
-	if (jp_likely(r != EAGAIN))
-		return r;
-	return jp__qblock(q, &q->not_full, try_push_v, push_may_sleep,
-			  (void *)elem, deadline, true);
+	return jp__qwait(q, offsetof(struct jp_spsc, not_full), try_push_v, push_may_sleep,
+			 (void *)elem, deadline, true);
 }
 
 JP_EXPORT int jp_spsc_pop(jp_spsc_t *q, void *elem,
 			  const struct timespec *deadline)
 {
-	int r;
-
-	if (jp_unlikely(jp__deadline_check(deadline) != 0))
-		return EINVAL;
-	r = jp_spsc_try_pop(q, elem);
-
-	if (jp_likely(r != EAGAIN))
-		return r;
-	return jp__qblock(q, &q->not_empty, try_pop_v, pop_may_sleep, elem,
-			  deadline, true);
+	return jp__qwait(q, offsetof(struct jp_spsc, not_empty), try_pop_v, pop_may_sleep,
+			 elem, deadline, true);
 }
 
 JP_EXPORT size_t jp_spsc_push_bulk(jp_spsc_t *q, const void *elems, size_t n)
@@ -292,6 +321,54 @@ JP_EXPORT size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n)
 	atomic_store_explicit(&q->head, h + k, memory_order_release);	/* as try_pop */
 	consumed(q);
 	return k;
+}
+
+static int try_push_start_v(void *q, void *slot) { return try_push_start(q, slot); }
+static int try_pop_start_v(void *q, void *slot) { return try_pop_start(q, slot); }
+
+JP_EXPORT int jp_spsc_try_push_start(jp_spsc_t *q, jp_queue_slot_t *slot)
+{
+	return try_push_start(q, slot);
+}
+
+JP_EXPORT int jp_spsc_push_start(jp_spsc_t *q, jp_queue_slot_t *slot,
+				 const struct timespec *deadline)
+{
+	return jp__qwait(q, offsetof(struct jp_spsc, not_full), try_push_start_v, push_may_sleep,
+			 slot, deadline, true);
+}
+
+JP_EXPORT void jp_spsc_push_finish(jp_spsc_t *q, jp_queue_slot_t *slot)
+{
+	/* relaxed: only the producer stores tail (close waits for busy). */
+	if (jp_unlikely(q == NULL || slot == NULL ||
+			!atomic_load_explicit(&q->busy, memory_order_relaxed) ||
+			slot->pos != atomic_load_explicit(&q->tail, memory_order_relaxed) ||
+			slot->elem != q->ring + (slot->pos & q->mask) * q->esize))
+		jp__die("jp_spsc_push_finish: the slot was not started on this queue");
+	push_publish(q, slot->pos);
+}
+
+JP_EXPORT int jp_spsc_try_pop_start(jp_spsc_t *q, jp_queue_slot_t *slot)
+{
+	return try_pop_start(q, slot);
+}
+
+JP_EXPORT int jp_spsc_pop_start(jp_spsc_t *q, jp_queue_slot_t *slot,
+				const struct timespec *deadline)
+{
+	return jp__qwait(q, offsetof(struct jp_spsc, not_empty), try_pop_start_v, pop_may_sleep,
+			 slot, deadline, true);
+}
+
+JP_EXPORT void jp_spsc_pop_finish(jp_spsc_t *q, jp_queue_slot_t *slot)
+{
+	/* relaxed: only the consumer moves head; tail_cache is its own. */
+	if (jp_unlikely(q == NULL || slot == NULL ||
+			slot->pos != atomic_load_explicit(&q->head, memory_order_relaxed) ||
+			slot->elem != q->ring + (slot->pos & q->mask) * q->esize))
+		jp__die("jp_spsc_pop_finish: the slot was not started on this queue");
+	pop_release(q, slot->pos);
 }
 
 /* The protocol and why no push is lost: see the top of this file. */

@@ -26,6 +26,13 @@ struct qops {
 	void (*close)(void *);
 	size_t (*size)(const void *);
 	size_t (*capacity)(const void *);
+	/* 1.1: in-place slots */
+	int (*try_push_start)(void *, jp_queue_slot_t *);
+	int (*push_start)(void *, jp_queue_slot_t *, const struct timespec *);
+	void (*push_finish)(void *, jp_queue_slot_t *);
+	int (*try_pop_start)(void *, jp_queue_slot_t *);
+	int (*pop_start)(void *, jp_queue_slot_t *, const struct timespec *);
+	void (*pop_finish)(void *, jp_queue_slot_t *);
 };
 
 #define OPS(k, mp, mc) { #k, mp, mc, \
@@ -36,7 +43,13 @@ struct qops {
 	(size_t (*)(void *, const void *, size_t))jp_##k##_push_bulk, \
 	(size_t (*)(void *, void *, size_t))jp_##k##_pop_bulk, \
 	(void (*)(void *))jp_##k##_close, (size_t (*)(const void *))jp_##k##_size, \
-	(size_t (*)(const void *))jp_##k##_capacity }
+	(size_t (*)(const void *))jp_##k##_capacity, \
+	(int (*)(void *, jp_queue_slot_t *))jp_##k##_try_push_start, \
+	(int (*)(void *, jp_queue_slot_t *, const struct timespec *))jp_##k##_push_start, \
+	(void (*)(void *, jp_queue_slot_t *))jp_##k##_push_finish, \
+	(int (*)(void *, jp_queue_slot_t *))jp_##k##_try_pop_start, \
+	(int (*)(void *, jp_queue_slot_t *, const struct timespec *))jp_##k##_pop_start, \
+	(void (*)(void *, jp_queue_slot_t *))jp_##k##_pop_finish }
 
 static const struct qops kinds[] = {
 	OPS(spsc, 0, 0), OPS(mpsc, 1, 0), OPS(mpmc, 1, 1),

@@ -17,6 +17,7 @@ extern "C" {
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -263,6 +264,87 @@ void test_queues_of_strings()
 	queue_of_strings<jpsync::spsc_queue<std::string>>();
 	queue_of_strings<jpsync::mpsc_queue<std::string>>();
 	queue_of_strings<jpsync::mpmc_queue<std::string>>();
+}
+
+// The three ways an element travels (jpsync.hpp's basic_queue): built in
+// the slot (nothrow move, alignment up to 8), through a pointer (a move
+// that may throw, an alignment above 8), and a copy that throws before any
+// slot is held.
+struct move_may_throw {
+	std::string s;
+	explicit move_may_throw(std::string v) : s(std::move(v)) {}
+	move_may_throw(const move_may_throw &) = default;
+	move_may_throw(move_may_throw &&o) noexcept(false) : s(std::move(o.s)) {}
+	move_may_throw &operator=(move_may_throw &&o) noexcept(false) { s = std::move(o.s); return *this; }
+};
+
+struct alignas(32) wide {
+	std::string s;
+	explicit wide(std::string v) : s(std::move(v)) {}
+};
+
+struct copy_throws {
+	static std::atomic<bool> armed;
+	int v;
+	explicit copy_throws(int x) : v(x) {}
+	copy_throws(const copy_throws &o) : v(o.v)
+	{
+		if (armed)
+			throw std::runtime_error("copy");
+	}
+	copy_throws(copy_throws &&o) noexcept : v(o.v) {}
+	~copy_throws() {}
+};
+std::atomic<bool> copy_throws::armed{false};
+
+template <class Q, class T>
+void element_round_trip()
+{
+	Q q(4);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_TRUE(q.try_push(T(std::string(40, char('a' + i)))));
+	T more(std::string("kept"));
+	CU_ASSERT_FALSE(q.try_push(std::move(more)));	// full
+	CU_ASSERT_EQUAL(more.s, "kept");
+	for (int i = 0; i < 4; i++) {
+		auto v = q.try_pop();
+		CU_ASSERT_TRUE(v.has_value() && v->s == std::string(40, char('a' + i)));
+	}
+	CU_ASSERT_FALSE(q.try_pop().has_value());
+	CU_ASSERT_TRUE(q.push(T(std::string("left"))));	// destroyed with q
+}
+
+void test_queue_element_kinds()
+{
+	element_round_trip<jpsync::mpmc_queue<move_may_throw>, move_may_throw>();
+	element_round_trip<jpsync::spsc_queue<wide>, wide>();
+	element_round_trip<jpsync::mpsc_queue<wide>, wide>();
+	for (int k = 0; k < 3; k++) {
+		auto run = [](auto &q) {
+			copy_throws c(7);
+			copy_throws::armed = true;
+			try {
+				q.push(c);
+				CU_FAIL("a throwing copy did not throw");
+			} catch (const std::runtime_error &) {
+			}
+			copy_throws::armed = false;
+			CU_ASSERT_EQUAL(q.size(), 0u);	// nothing claimed, nothing lost
+			CU_ASSERT_TRUE(q.try_push(c));
+			auto v = q.try_pop();
+			CU_ASSERT_TRUE(v.has_value() && v->v == 7);
+		};
+		if (k == 0) {
+			jpsync::spsc_queue<copy_throws> q(2);
+			run(q);
+		} else if (k == 1) {
+			jpsync::mpsc_queue<copy_throws> q(2);
+			run(q);
+		} else {
+			jpsync::mpmc_queue<copy_throws> q(2);
+			run(q);
+		}
+	}
 }
 
 void test_queue_of_unique_ptr_threads()
@@ -539,6 +621,8 @@ int main()
 		  test_queues_of_strings },
 		{ const_cast<char *>("mpmc of unique_ptr across threads; doubles in slots"),
 		  test_queue_of_unique_ptr_threads },
+		{ const_cast<char *>("queue elements in place, through a pointer, copies that throw"),
+		  test_queue_element_kinds },
 		{ const_cast<char *>("object_pool, thread_cached_object_pool"), test_pools },
 		{ const_cast<char *>("epoch: guard and retire"), test_epoch },
 		{ const_cast<char *>("arena_resource, alloc_resource, allocator"),

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -300,6 +301,134 @@ static void test_bulk_says_why(void)
 	}
 }
 
+/* ---- in-place slots (1.1) ---------------------------------------------- */
+
+/*
+ * Elements built in their slots come out as they went in, in order, with
+ * the 1.0 calls and the slot calls mixed; full, closed, a past or bad
+ * deadline and NULL arguments answer as try_push/push/try_pop/pop do.
+ */
+static void test_slots(void)
+{
+	static const size_t sizes[] = { 1, 3, 8, 24, 100 };
+
+	for (size_t k = 0; k < NKINDS; k++) {
+		const struct qops *o = &kinds[k];
+
+		for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+			size_t es = sizes[z], align = es & -es;
+			unsigned char in[100], out[100];
+			struct timespec past = { -5, 0 }, bad = { 0, -1 };
+			jp_queue_slot_t sl;
+			void *q = o->create(4, es);
+
+			CU_ASSERT_FATAL(q != NULL);
+			if (align > 8)
+				align = 8;
+			for (unsigned i = 0; i < 4; i++) {
+				memset(in, (int)(i + 1), es);
+				if (i % 2) {
+					CU_ASSERT_EQUAL(o->try_push(q, in), 0);
+					continue;
+				}
+				CU_ASSERT_EQUAL_FATAL(i ? o->push_start(q, &sl, NULL)
+						      : o->try_push_start(q, &sl), 0);
+				CU_ASSERT_EQUAL((uintptr_t)sl.elem % align, 0);
+				memcpy(sl.elem, in, es);
+				o->push_finish(q, &sl);
+			}
+			CU_ASSERT_EQUAL(o->size(q), 4);
+			CU_ASSERT_EQUAL(o->try_push_start(q, &sl), EAGAIN);
+			CU_ASSERT_EQUAL(o->push_start(q, &sl, &past), ETIMEDOUT);
+			CU_ASSERT_EQUAL(o->push_start(q, &sl, &bad), EINVAL);
+			for (unsigned i = 0; i < 4; i++) {
+				memset(in, (int)(i + 1), es);
+				if (i % 2 == 0) {
+					CU_ASSERT_EQUAL(o->try_pop(q, out), 0);
+					CU_ASSERT_EQUAL(memcmp(out, in, es), 0);
+					continue;
+				}
+				CU_ASSERT_EQUAL_FATAL(i == 1 ? o->try_pop_start(q, &sl)
+						      : o->pop_start(q, &sl, &past), 0);
+				CU_ASSERT_EQUAL(memcmp(sl.elem, in, es), 0);
+				o->pop_finish(q, &sl);
+			}
+			CU_ASSERT_EQUAL(o->size(q), 0);
+			CU_ASSERT_EQUAL(o->try_pop_start(q, &sl), EAGAIN);
+			CU_ASSERT_EQUAL(o->pop_start(q, &sl, &past), ETIMEDOUT);
+			CU_ASSERT_EQUAL(o->pop_start(q, &sl, &bad), EINVAL);
+			/* A started push survives a close; the pop drains it. */
+			CU_ASSERT_EQUAL(o->try_push_start(q, &sl), 0);
+			memset(sl.elem, 0x5a, es);
+			if (o->multi_prod)	/* SPSC: close waits for the finish */
+				o->close(q);
+			o->push_finish(q, &sl);
+			if (!o->multi_prod)
+				o->close(q);
+			CU_ASSERT_EQUAL(o->try_push_start(q, &sl), EPIPE);
+			CU_ASSERT_EQUAL(o->push_start(q, &sl, NULL), EPIPE);
+			CU_ASSERT_EQUAL(o->pop_start(q, &sl, NULL), 0);
+			CU_ASSERT_EQUAL(((unsigned char *)sl.elem)[es - 1], 0x5a);
+			o->pop_finish(q, &sl);
+			CU_ASSERT_EQUAL(o->try_pop_start(q, &sl), EPIPE);
+			CU_ASSERT_EQUAL(o->pop_start(q, &sl, NULL), EPIPE);
+			o->destroy(q);
+		}
+		CU_ASSERT_EQUAL(o->try_push_start(NULL, &(jp_queue_slot_t){ 0 }), EINVAL);
+		CU_ASSERT_EQUAL(o->push_start(NULL, &(jp_queue_slot_t){ 0 }, NULL), EINVAL);
+		CU_ASSERT_EQUAL(o->try_pop_start(NULL, &(jp_queue_slot_t){ 0 }), EINVAL);
+		CU_ASSERT_EQUAL(o->pop_start(NULL, &(jp_queue_slot_t){ 0 }, NULL), EINVAL);
+		void *q = o->create(2, 8);
+		CU_ASSERT_FATAL(q != NULL);
+		CU_ASSERT_EQUAL(o->try_push_start(q, NULL), EINVAL);
+		CU_ASSERT_EQUAL(o->pop_start(q, NULL, NULL), EINVAL);
+		o->destroy(q);
+	}
+}
+
+/* A slot finished twice, or never started: the documented abort. */
+struct slot_misuse {
+	const struct qops *o;
+	int pop;
+};
+
+static void child_slot_twice(void *arg)
+{
+	const struct slot_misuse *m = arg;
+	jp_queue_slot_t sl;
+	uint64_t v = 1;
+	void *q = m->o->create(4, sizeof v);
+
+	if (m->pop) {
+		m->o->try_push(q, &v);
+		m->o->try_pop_start(q, &sl);
+		m->o->pop_finish(q, &sl);
+		m->o->pop_finish(q, &sl);
+	} else {
+		m->o->try_push_start(q, &sl);
+		m->o->push_finish(q, &sl);
+		m->o->push_finish(q, &sl);
+	}
+	_exit(0);
+}
+
+static void test_slot_misuse(void)
+{
+	for (size_t k = 0; k < NKINDS; k++)
+		for (int pop = 0; pop < 2; pop++) {
+			struct slot_misuse m = { &kinds[k], pop };
+			struct jp_child_result r;
+			char want[128];
+
+			snprintf(want, sizeof want,
+				 "jpsync: jp_%s_%s_finish: the slot was not started on this queue",
+				 kinds[k].name, pop ? "pop" : "push");
+			CU_ASSERT_EQUAL_FATAL(jp_test_child(child_slot_twice, &m, &r), 0);
+			CU_ASSERT(r.signaled && r.sig == SIGABRT);
+			CU_ASSERT_PTR_NOT_NULL(strstr(r.err, want));
+		}
+}
+
 /* ---- every element exactly once, under contention ---------------------- */
 
 struct stress {
@@ -307,7 +436,8 @@ struct stress {
 	void *q;
 	unsigned producers, consumers;
 	uint64_t per_producer;
-	int mode;			/* 0 blocking, 1 try + yield, 2 bulk */
+	int mode;			/* 0 blocking, 1 try + yield, 2 bulk,
+				 * 3 in-place slots blocking, 4 slots try + yield */
 	_Atomic unsigned producers_left;
 	_Atomic uint64_t *seen;		/* producers * per_producer counters */
 	_Atomic int bad;		/* out of order or out of range */
@@ -343,7 +473,22 @@ static void stress_body(void *ctx, unsigned thread, uint64_t iter)
 				continue;
 			}
 			v[0] = base | i;
-			if (s->mode == 1) {
+			if (s->mode >= 3) {
+				jp_queue_slot_t sl;
+				int r = s->mode == 3 ? s->o->push_start(s->q, &sl, NULL)
+						     : s->o->try_push_start(s->q, &sl);
+
+				if (r == EAGAIN && s->mode == 4) {
+					sched_yield();
+					continue;
+				}
+				if (r != 0) {
+					atomic_store(&s->bad, 1);
+				} else {
+					memcpy(sl.elem, v, sizeof v[0]);
+					s->o->push_finish(s->q, &sl);
+				}
+			} else if (s->mode == 1) {
 				int r = s->o->try_push(s->q, v);
 
 				if (r == EAGAIN) {
@@ -388,6 +533,23 @@ static void stress_body(void *ctx, unsigned thread, uint64_t iter)
 				}
 				n = 1;
 			}
+		} else if (s->mode >= 3) {
+			jp_queue_slot_t sl;
+
+			r = s->mode == 3 ? s->o->pop_start(s->q, &sl, NULL)
+					 : s->o->try_pop_start(s->q, &sl);
+			if (r == EAGAIN && s->mode == 4) {
+				sched_yield();
+				continue;
+			}
+			if (r == EPIPE)
+				break;
+			if (r != 0) {
+				atomic_store(&s->bad, 1);
+				break;
+			}
+			memcpy(v, sl.elem, sizeof v[0]);
+			s->o->pop_finish(s->q, &sl);
 		} else if (s->mode == 1) {
 			r = s->o->try_pop(s->q, v);
 			if (r == EAGAIN) {
@@ -453,7 +615,7 @@ static void run_stress(const struct qops *o, unsigned prod, unsigned cons,
 static void stress_kind(const struct qops *o, int mode)
 {
 	unsigned prods = o->multi_prod ? 4 : 1, conss = o->multi_cons ? 3 : 1;
-	uint64_t per = jp_test_scaled(mode == 0 ? 4000 : 20000, 50);
+	uint64_t per = jp_test_scaled(mode == 0 || mode == 3 ? 4000 : 20000, 50);
 
 	/* Under valgrind threads run one at a time and every yield is a
 	 * scheduling round: a few hundred elements exercise every path. */
@@ -475,6 +637,14 @@ static void test_exactly_once_try(void)
 {
 	for (size_t k = 0; k < NKINDS; k++)
 		stress_kind(&kinds[k], 1);
+}
+
+static void test_exactly_once_slots(void)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		stress_kind(&kinds[k], 3);
+		stress_kind(&kinds[k], 4);
+	}
 }
 
 static void test_exactly_once_bulk(void)
@@ -663,6 +833,9 @@ int main(void)
 		{ "every element once, blocking, capacities 1 2 64", test_exactly_once_blocking },
 		{ "every element once, try and yield", test_exactly_once_try },
 		{ "every element once, bulk", test_exactly_once_bulk },
+		{ "every element once, in-place slots, blocking and try", test_exactly_once_slots },
+		{ "in-place slots: order, full, closed, timeouts, bad arguments", test_slots },
+		{ "in-place slots: a finish of a slot not started aborts", test_slot_misuse },
 		{ "close wakes every blocked caller, nothing lost", test_close_wakes_blocked },
 		{ "close while elements flow loses nothing", test_close_while_flowing },
 		CU_TEST_INFO_NULL,

@@ -26,16 +26,33 @@
  *   mpsc: any threads in {try_push, push, push_bulk}, one thread in
  *         {try_pop, pop, pop_bulk}; close, size, capacity any time.
  *   mpmc: any threads in any call but destroy.
+ *
+ * In-place slots (1.1): *_push_start hands out the slot of the next free
+ * position, *_push_finish publishes what the caller built in it; *_pop_start
+ * hands out the oldest element where it lies, *_pop_finish frees its slot.
+ * The start calls return what try_push/push and try_pop/pop return; a
+ * started slot must be finished, once, by the thread that started it, and
+ * soon: until then the calls behind it wait (close of an SPSC queue too).
+ * slot->elem is elem_size bytes aligned to the largest power of two, up to
+ * 8, that divides elem_size.  A start counts as the push or pop in the
+ * table above.
  */
 #ifndef JPSYNC_QUEUE_H
 #define JPSYNC_QUEUE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* An in-place slot, filled by the start calls; pos is the queue's. */
+typedef struct jp_queue_slot {
+	void *elem;
+	uint64_t pos;
+} jp_queue_slot_t;
 
 /* ---- jp_spsc: single-producer single-consumer (wait-free) */
 typedef struct jp_spsc jp_spsc_t;
@@ -50,6 +67,13 @@ size_t jp_spsc_pop_bulk(jp_spsc_t *q, void *elems, size_t n);
 void   jp_spsc_close(jp_spsc_t *q);
 size_t jp_spsc_size(const jp_spsc_t *q);
 size_t jp_spsc_capacity(const jp_spsc_t *q);
+/* 1.1: in-place slots */
+int    jp_spsc_try_push_start(jp_spsc_t *q, jp_queue_slot_t *slot);
+int    jp_spsc_push_start(jp_spsc_t *q, jp_queue_slot_t *slot, const struct timespec *deadline);
+void   jp_spsc_push_finish(jp_spsc_t *q, jp_queue_slot_t *slot);
+int    jp_spsc_try_pop_start(jp_spsc_t *q, jp_queue_slot_t *slot);
+int    jp_spsc_pop_start(jp_spsc_t *q, jp_queue_slot_t *slot, const struct timespec *deadline);
+void   jp_spsc_pop_finish(jp_spsc_t *q, jp_queue_slot_t *slot);
 
 /* ---- jp_mpsc: multi-producer single-consumer (per-slot sequence numbers) */
 typedef struct jp_mpsc jp_mpsc_t;
@@ -64,6 +88,13 @@ size_t jp_mpsc_pop_bulk(jp_mpsc_t *q, void *elems, size_t n);
 void   jp_mpsc_close(jp_mpsc_t *q);
 size_t jp_mpsc_size(const jp_mpsc_t *q);
 size_t jp_mpsc_capacity(const jp_mpsc_t *q);
+/* 1.1: in-place slots */
+int    jp_mpsc_try_push_start(jp_mpsc_t *q, jp_queue_slot_t *slot);
+int    jp_mpsc_push_start(jp_mpsc_t *q, jp_queue_slot_t *slot, const struct timespec *deadline);
+void   jp_mpsc_push_finish(jp_mpsc_t *q, jp_queue_slot_t *slot);
+int    jp_mpsc_try_pop_start(jp_mpsc_t *q, jp_queue_slot_t *slot);
+int    jp_mpsc_pop_start(jp_mpsc_t *q, jp_queue_slot_t *slot, const struct timespec *deadline);
+void   jp_mpsc_pop_finish(jp_mpsc_t *q, jp_queue_slot_t *slot);
 
 /* ---- jp_mpmc: multi-producer multi-consumer (per-slot sequence numbers) */
 typedef struct jp_mpmc jp_mpmc_t;
@@ -78,6 +109,13 @@ size_t jp_mpmc_pop_bulk(jp_mpmc_t *q, void *elems, size_t n);
 void   jp_mpmc_close(jp_mpmc_t *q);
 size_t jp_mpmc_size(const jp_mpmc_t *q);
 size_t jp_mpmc_capacity(const jp_mpmc_t *q);
+/* 1.1: in-place slots */
+int    jp_mpmc_try_push_start(jp_mpmc_t *q, jp_queue_slot_t *slot);
+int    jp_mpmc_push_start(jp_mpmc_t *q, jp_queue_slot_t *slot, const struct timespec *deadline);
+void   jp_mpmc_push_finish(jp_mpmc_t *q, jp_queue_slot_t *slot);
+int    jp_mpmc_try_pop_start(jp_mpmc_t *q, jp_queue_slot_t *slot);
+int    jp_mpmc_pop_start(jp_mpmc_t *q, jp_queue_slot_t *slot, const struct timespec *deadline);
+void   jp_mpmc_pop_finish(jp_mpmc_t *q, jp_queue_slot_t *slot);
 
 #ifdef __cplusplus
 }
