@@ -165,6 +165,19 @@ static enum dl pick_deadline(struct fz *f, struct timespec *ts, bool may_block)
 
 /* ---- the operations ------------------------------------------------------ */
 
+/* A started slot lies in the ring, aligned as jp_spsc(3) says: to the
+ * largest power of two up to 8 that divides the element size. */
+static void check_slot(const struct mq *m, const jp_queue_slot_t *sl)
+{
+	size_t align = m->esize & -m->esize;
+
+	if (align > 8)
+		align = 8;
+	FZ_CHECK(sl->elem != NULL && (uintptr_t)sl->elem % align == 0,
+		 "%s: slot %p for elements of %zu bytes: not aligned to %zu", m->ops->name,
+		 sl->elem, m->esize, align);
+}
+
 static void op_create(struct fz *f, struct mq *m)
 {
 	const struct qops *k = &kinds[fz_u8(f) % NKINDS];
@@ -217,6 +230,7 @@ static void op_push(struct fz *f, struct mq *m, bool blocking)
 	enum dl d = DL_NONE;
 	bool fits = !m->closed && !model_full(m);
 	unsigned char *e;
+	uint8_t how;
 	int r, want;
 
 	if (model_room(m) == 0 && fits)
@@ -229,13 +243,26 @@ static void op_push(struct fz *f, struct mq *m, bool blocking)
 	e = buf(m->esize <= MODEL_BYTES ? m->esize : 64);
 	if (m->esize <= MODEL_BYTES)
 		make_elem(e, m->esize, m->next_id);
-	if (fz_u8(f) == 0xff) {		/* a NULL element */
+	how = fz_u8(f);
+	if (how == 0xff) {		/* a NULL element */
 		r = blocking ? m->ops->push(m->q, NULL, NULL) : m->ops->try_push(m->q, NULL);
 		FZ_CHECK(r == EINVAL, "%s_push(q, NULL): %d, not EINVAL", m->ops->name, r);
 		return;
 	}
-	r = blocking ? m->ops->push(m->q, e, d == DL_NONE ? NULL : &ts)
-		     : m->ops->try_push(m->q, e);
+	if (how >= 0x80) {		/* through an in-place slot */
+		jp_queue_slot_t sl;
+
+		r = blocking ? m->ops->push_start(m->q, &sl, d == DL_NONE ? NULL : &ts)
+			     : m->ops->try_push_start(m->q, &sl);
+		if (r == 0) {
+			check_slot(m, &sl);
+			memcpy(sl.elem, e, m->esize <= MODEL_BYTES ? m->esize : 64);
+			m->ops->push_finish(m->q, &sl);
+		}
+	} else {
+		r = blocking ? m->ops->push(m->q, e, d == DL_NONE ? NULL : &ts)
+			     : m->ops->try_push(m->q, e);
+	}
 	if (blocking && d == DL_BAD_NSEC)
 		want = EINVAL;
 	else if (m->closed)
@@ -258,17 +285,31 @@ static void op_pop(struct fz *f, struct mq *m, bool blocking)
 	struct timespec ts;
 	enum dl d = DL_NONE;
 	unsigned char *e = buf(m->esize <= MODEL_BYTES ? m->esize : 64);
+	uint8_t how;
 	int r, want;
 
 	if (blocking)
 		d = pick_deadline(f, &ts, m->n == 0 && !m->closed);
-	if (fz_u8(f) == 0xff) {
+	how = fz_u8(f);
+	if (how == 0xff) {
 		r = blocking ? m->ops->pop(m->q, NULL, NULL) : m->ops->try_pop(m->q, NULL);
 		FZ_CHECK(r == EINVAL, "%s_pop(q, NULL): %d, not EINVAL", m->ops->name, r);
 		return;
 	}
-	r = blocking ? m->ops->pop(m->q, e, d == DL_NONE ? NULL : &ts)
-		     : m->ops->try_pop(m->q, e);
+	if (how >= 0x80) {		/* through an in-place slot */
+		jp_queue_slot_t sl;
+
+		r = blocking ? m->ops->pop_start(m->q, &sl, d == DL_NONE ? NULL : &ts)
+			     : m->ops->try_pop_start(m->q, &sl);
+		if (r == 0) {
+			check_slot(m, &sl);
+			memcpy(e, sl.elem, m->esize <= MODEL_BYTES ? m->esize : 64);
+			m->ops->pop_finish(m->q, &sl);
+		}
+	} else {
+		r = blocking ? m->ops->pop(m->q, e, d == DL_NONE ? NULL : &ts)
+			     : m->ops->try_pop(m->q, e);
+	}
 	if (blocking && d == DL_BAD_NSEC)
 		want = EINVAL;
 	else if (m->n > 0)
@@ -352,6 +393,11 @@ static void op_null(struct fz *f)
 	FZ_CHECK(k->pop(NULL, e, &ts) == EINVAL, "%s_pop(NULL): not EINVAL", k->name);
 	FZ_CHECK(k->push_bulk(NULL, e, 1) == 0, "%s_push_bulk(NULL): not 0", k->name);
 	FZ_CHECK(k->pop_bulk(NULL, e, 1) == 0, "%s_pop_bulk(NULL): not 0", k->name);
+	FZ_CHECK(k->try_push_start(NULL, &(jp_queue_slot_t){ 0 }) == EINVAL &&
+		 k->push_start(NULL, &(jp_queue_slot_t){ 0 }, &ts) == EINVAL &&
+		 k->try_pop_start(NULL, &(jp_queue_slot_t){ 0 }) == EINVAL &&
+		 k->pop_start(NULL, &(jp_queue_slot_t){ 0 }, &ts) == EINVAL,
+		 "%s_*_start(NULL): not EINVAL", k->name);
 	FZ_CHECK(k->size(NULL) == 0 && k->capacity(NULL) == 0,
 		 "%s_size/capacity(NULL): not 0", k->name);
 	k->close(NULL);
