@@ -290,8 +290,14 @@ static JP_NOINLINE void unlock_checked(jp_mutex_t *m, void *pc)
 {
 	int mode = jp__sync_mode_get();
 
-	if (mode & JP_SYNC_OWNERS)
-		jp__lockdep_release(m, JP__LD_MUTEX, pc);
+	/*
+	 * An unlock by a thread that does not hold the mutex: JPSYNC_CHECK
+	 * aborts in jp__lockdep_release; lockdep alone reports it, and the
+	 * unlock then releases nothing, as jp_rwlock's (the holder keeps its
+	 * mutex; released, its own unlock would abort with "not locked").
+	 */
+	if ((mode & JP_SYNC_OWNERS) && !jp__lockdep_release(m, JP__LD_MUTEX, pc))
+		return;
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_pre_unlock(m, 0);
 	if (mode & JP_SYNC_VALGRIND) {

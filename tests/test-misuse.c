@@ -219,6 +219,52 @@ static void child_other_holds_lockdep(void *arg)
 	other_holds(arg);
 }
 
+/*
+ * Under lockdep alone, an unlock of a mutex another thread holds is
+ * reported and releases nothing: the holder keeps it (a trylock here
+ * fails) and its own unlock later works.  It used to release the mutex,
+ * and the holder's unlock then aborted with "not locked".
+ */
+static void child_unlock_lockdep(void *arg)
+{
+	pthread_t t;
+
+	(void)arg;
+	alarm(20);
+	jp__sync_force_lockdep(true);
+	if (pthread_create(&t, NULL, hold, (void *)"mutex") != 0)
+		return;
+	while (!atomic_load(&held))
+		usleep(1000);
+	jp_mutex_unlock(&m1);		/* the misuse */
+	if (jp_mutex_trylock(&m1) == 0) {
+		fprintf(stderr, "the unlock released the holder's mutex\n");
+		jp_mutex_unlock(&m1);
+	}
+	atomic_store(&release, 1);
+	pthread_join(t, NULL);		/* the holder's unlock */
+	if (jp_mutex_trylock(&m1) != 0)
+		fprintf(stderr, "the holder's unlock did not release it\n");
+	else
+		jp_mutex_unlock(&m1);
+}
+
+static void test_unlock_lockdep(void)
+{
+	struct jp_child_result r;
+	char want[128];
+
+	snprintf(want, sizeof want, " unlocks mutex %p that it does not hold, at ", (void *)&m1);
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(child_unlock_lockdep, NULL, &r), 0);
+	CU_ASSERT(r.exited && r.status == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, want));
+	CU_ASSERT_PTR_NULL(strstr(r.err, "released the holder"));
+	CU_ASSERT_PTR_NULL(strstr(r.err, "did not release"));
+	if (!r.exited || r.status != 0 || strstr(r.err, want) == NULL)
+		fprintf(stderr, "\n  exited %d status %d signal %d: %s\n", r.exited, r.status,
+			r.sig, r.err);
+}
+
 static void test_unlock_by_non_owner(void)
 {
 	struct jp_child_result r;
@@ -579,6 +625,7 @@ int main(int argc, char **argv)
 		{ "cond wait, mutex not locked: reported", test_cond_wait_unlocked },
 		{ "destroy of a held or waited-for rwlock: reported", test_rwlock_destroy_locked },
 		{ "check: unlock by a thread that does not hold it: reported", test_unlock_by_non_owner },
+		{ "lockdep: that mutex unlock reported, and it releases nothing", test_unlock_lockdep },
 		{ "check, lockdep: cond wait, another thread holds the mutex: reported", test_cond_wait_other_holds },
 		{ "check: rwlock unlock by a thread that holds neither lock: reported", test_rwlock_unlock_not_held },
 		{ "lockdep: that rwlock unlock reported, and it releases nothing", test_rwlock_unlock_lockdep },
