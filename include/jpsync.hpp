@@ -484,13 +484,16 @@ inline void *alloc_for() noexcept
 template <class T, class Ops>
 class basic_queue {
 	// How a T travels.  Trivially copyable: its bytes, copied in and out.
-	// Otherwise, where its move cannot throw and the slot's alignment (up
-	// to 8, see jpsync/queue.h) suits it: built in the slot itself (the
-	// in-place slots of libjpsync 1.1), moved out on the other side.
-	// Anything else: a jp_alloc'd T, its pointer in the slot.
+	// Otherwise, where its move cannot throw, the slot's alignment (up to
+	// 8, see jpsync/queue.h) suits it and it is at most 64 bytes (so that
+	// a ring of big T does not cost its capacity times sizeof(T)): built
+	// in the slot itself (the in-place slots of libjpsync 1.1), moved out
+	// on the other side.  Anything else: a jp_alloc'd T, its pointer in
+	// the slot.
 	static constexpr bool copied = std::is_trivially_copyable_v<T>;
 	static constexpr bool in_place = !copied && std::is_nothrow_move_constructible_v<T> &&
-					 std::is_nothrow_destructible_v<T> && alignof(T) <= 8;
+					 std::is_nothrow_destructible_v<T> && alignof(T) <= 8 &&
+					 sizeof(T) <= 64;
 	using slot_type = std::conditional_t<copied || in_place, T, T *>;
 
 public:

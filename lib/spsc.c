@@ -9,7 +9,9 @@
  * the other's cache line per element, and neither executes a locked
  * instruction: the fences that parking and closing need are asymmetric
  * (queue_internal.h), paid by the thread about to sleep or closing.  Every
- * call but the blocking push/pop finishes in a bounded number of steps.
+ * call but the blocking push/pop (and push_start/pop_start) finishes in a
+ * bounded number of steps, and close, which waits for a push in progress
+ * (a started push: until its finish).
  *
  * Closing.  Bit 63 of tail is the closed flag, set by close() once no push
  * can succeed any more; a consumer that sees it with head == tail has every

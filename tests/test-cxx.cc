@@ -283,6 +283,12 @@ struct alignas(32) wide {
 	explicit wide(std::string v) : s(std::move(v)) {}
 };
 
+struct big {
+	std::string s;
+	char pad[100] = {};
+	explicit big(std::string v) : s(std::move(v)) {}
+};
+
 struct copy_throws {
 	static std::atomic<bool> armed;
 	int v;
@@ -319,6 +325,7 @@ void test_queue_element_kinds()
 	element_round_trip<jpsync::mpmc_queue<move_may_throw>, move_may_throw>();
 	element_round_trip<jpsync::spsc_queue<wide>, wide>();
 	element_round_trip<jpsync::mpsc_queue<wide>, wide>();
+	element_round_trip<jpsync::mpmc_queue<big>, big>();	// over 64 bytes
 	for (int k = 0; k < 3; k++) {
 		auto run = [](auto &q) {
 			copy_throws c(7);

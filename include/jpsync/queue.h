@@ -35,7 +35,10 @@
  * soon: until then the calls behind it wait (close of an SPSC queue too).
  * slot->elem is elem_size bytes aligned to the largest power of two, up to
  * 8, that divides elem_size.  A start counts as the push or pop in the
- * table above.
+ * table above.  A started slot cannot be given back; SPSC: one started
+ * push and one started pop at a time (close waits for the push's finish);
+ * MPSC: one started pop.  MPSC/MPMC callers behind a started slot spin and
+ * yield until its finish, they do not sleep.
  */
 #ifndef JPSYNC_QUEUE_H
 #define JPSYNC_QUEUE_H

@@ -12,8 +12,9 @@
 // tests/bench/cxx-queue-elems.sh runs the cells interleaved.
 //
 //   cxx-queue-elems pairs WAY KIND TYPE LEN N
-//     one thread: N times, a try_push of a new element and a try_pop; for
-//     tests/bench/callgrind-per-op.sh, which appends N.
+//     one thread: N times, a try_push of a new element and a try_pop (N
+//     last, as tests/bench/callgrind-per-op.sh appends it; under valgrind
+//     the queues take their annotated paths, so counts are not native).
 #include <jpsync.hpp>
 
 #include <atomic>
