@@ -36,6 +36,14 @@ double cpu_s()
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
+// Context switches of the whole process (every thread), voluntary and not.
+double csw()
+{
+	rusage ru{};
+	getrusage(RUSAGE_SELF, &ru);
+	return double(ru.ru_nvcsw) + double(ru.ru_nivcsw);
+}
+
 long peak_rss_kb()
 {
 	rusage ru{};
@@ -70,7 +78,7 @@ int main(int argc, char **argv)
 		pool.emplace_back(waiter, &f);
 	std::this_thread::sleep_for(std::chrono::milliseconds(20));
 	auto t0 = std::chrono::steady_clock::now();
-	double c0 = cpu_s();
+	double c0 = cpu_s(), s0 = csw();
 	for (unsigned long long r = 0; r < rounds; r++) {
 		for (auto &f : flags) {
 			f.set.store(true);
@@ -83,7 +91,7 @@ int main(int argc, char **argv)
 			acks.wait(a);
 	}
 	auto t1 = std::chrono::steady_clock::now();
-	double c1 = cpu_s();
+	double c1 = cpu_s(), s1 = csw();
 	for (auto &t : pool)
 		t.join();
 	double notifies = double(rounds) * waiters;
@@ -92,5 +100,7 @@ int main(int argc, char **argv)
 		    argv[2], (c1 - c0) * 1e6 / notifies, peak_rss_kb());
 	std::printf("notify-17,%s-latency-per-notify,18,std_atomic_wait,%.3f,us,lower,%ld\n",
 		    argv[2], wall_us / notifies, peak_rss_kb());
+	std::printf("notify-17,%s-csw-per-notify,18,std_atomic_wait,%.3f,switches,lower,%ld\n",
+		    argv[2], (s1 - s0) / notifies, peak_rss_kb());
 	return 0;
 }

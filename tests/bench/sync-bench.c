@@ -334,11 +334,20 @@ static double cpu_s(void)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* Context switches of the whole process (every thread), voluntary and not. */
+static double csw(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
+}
+
 static int run_notify(uint64_t n, const char *how)
 {
 	pthread_t t[WAITERS];
 	uint64_t t0, t1;
-	double c0, c1, notifies;
+	double c0, c1, s0, s1, notifies;
 	uint32_t a;
 
 	unsigned char one = 1;
@@ -353,6 +362,7 @@ static int run_notify(uint64_t n, const char *how)
 	usleep(20000);		/* let them all go to sleep */
 	t0 = now_ns();
 	c0 = cpu_s();
+	s0 = csw();
 	for (uint64_t r = 0; r < rounds; r++) {
 		for (int i = 0; i < WAITERS; i++) {
 			atomic_store(&flags[i].set, 1);
@@ -365,6 +375,7 @@ static int run_notify(uint64_t n, const char *how)
 	}
 	t1 = now_ns();
 	c1 = cpu_s();
+	s1 = csw();
 	for (int i = 0; i < WAITERS; i++)
 		pthread_join(t[i], NULL);
 	notifies = (double)rounds * WAITERS;
@@ -372,6 +383,8 @@ static int run_notify(uint64_t n, const char *how)
 	       how, (c1 - c0) * 1e6 / notifies, peak_rss_kb());
 	printf("notify-17,%s-latency-per-notify,18,jp_wait,%.3f,us,lower,%ld\n",
 	       how, (double)(t1 - t0) / 1e3 / notifies, peak_rss_kb());
+	printf("notify-17,%s-csw-per-notify,18,jp_wait,%.3f,switches,lower,%ld\n",
+	       how, (s1 - s0) / notifies, peak_rss_kb());
 	return 0;
 }
 

@@ -9,7 +9,8 @@
 #   uncontended instructions per lock+unlock pair (callgrind), jp_mutex and
 #               pthread_mutex
 #   notify-17   17 waiters on flags 64 bytes apart, jp_wait against C++20
-#               std::atomic<bool>::wait (CPU and wall time per notify)
+#               std::atomic<bool>::wait (CPU and wall time and context
+#               switches per notify)
 #
 # JPSYNC_BENCH_REPS (default 5), JPSYNC_BENCH_QUICK=1 (1, 2, 4 threads, short
 # runs), JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
