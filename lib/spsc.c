@@ -126,12 +126,14 @@ try_push_start(struct jp_spsc *q, jp_queue_slot_t *slot)
 		return EINVAL;
 	if (jp_unlikely(!push_begin(q)))
 		return EPIPE;
-	t = atomic_load_explicit(&q->tail, memory_order_relaxed);	/* as try_push */
+	/* relaxed: only the producer stores tail until close sets bit 63. */
+	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
 	if (jp_unlikely(t & JP__Q_CLOSED)) {
 		push_end(q, false);
 		return EPIPE;
 	}
 	if (jp_unlikely(t - q->head_cache > q->mask)) {
+		/* acquire: the consumer's copy out of the slot happened before. */
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
 		JP_HB_ACQUIRE(&q->head);
 		if (t - q->head_cache > q->mask) {
@@ -151,8 +153,10 @@ try_pop_start(struct jp_spsc *q, jp_queue_slot_t *slot)
 
 	if (jp_unlikely(q == NULL || slot == NULL))
 		return EINVAL;
-	h = atomic_load_explicit(&q->head, memory_order_relaxed);	/* as try_pop */
+	/* relaxed: only the consumer moves head. */
+	h = atomic_load_explicit(&q->head, memory_order_relaxed);
 	if (h == q->tail_cache) {
+		/* acquire: the producer's copy into the slot happened before. */
 		uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
 
 		JP_HB_ACQUIRE(&q->tail);
