@@ -11,10 +11,12 @@
  *
  * Spinning is bounded so that an over-subscribed machine (more runnable
  * threads than CPUs, where the owner is likely preempted) does not burn
- * CPU: nobody spins on a single CPU or under valgrind; a thread stops
- * spinning as soon as the word says someone is asleep (the lock is then
- * contended enough that the owner hands over through the kernel anyway);
- * and the spin is at most JP_MUTEX_SPIN pause instructions.
+ * CPU: nobody spins on a single CPU or under valgrind; at most one thread
+ * fewer than the CPUs spins at a time (the others sleep at once); a thread
+ * stops spinning as soon as the word says someone is asleep (the lock is
+ * then contended enough that the owner hands over through the kernel
+ * anyway); and the spin is at most JP_MUTEX_SPIN pause instructions, with
+ * the checks of the word spaced out (see spin()).
  *
  * Starvation: a thread woken by unlock competes with newcomers; a newcomer
  * that finds the word at 2 does not spin but sleeps, and a woken thread
@@ -46,22 +48,24 @@
 
 
 /*
- * Pause instructions a locker spends waiting for a running owner: at most
- * JP_MUTEX_SPIN, and adaptively fewer.  spin_budget follows the number of
- * pauses after which spinning lately succeeded (as glibc's adaptive mutex
- * does per mutex, here per process: the word has no room): it moves an
- * eighth of the way towards twice that number on each success, and loses a
- * quarter on each spin that ended in sleep anyway, down to JP_MUTEX_SPIN_MIN.
- * Where owners are often preempted (an over-subscribed machine), spins fail
- * and the budget shrinks.
+ * Spinning (lock_slow).  A locker that finds the mutex held, and nobody
+ * asleep on it, spins at most JP_MUTEX_SPIN pause instructions, checking
+ * the word after 1, 2, 4, ... and then every JP_MUTEX_SPIN_STEP pauses:
+ * an owner that releases and re-takes the lock at once keeps its cache
+ * line instead of losing it to every check (a spinner that reads the word
+ * after each pause takes the line away from the owner between its lock
+ * and its unlock, and the unlock then waits for it).  At most
+ * spinners_max threads of the process spin at once (one fewer than the
+ * CPUs): the others sleep at once, so that with more runnable threads
+ * than CPUs the spinners do not take the CPU from the owner.
  */
-#define JP_MUTEX_SPIN 200
-#define JP_MUTEX_SPIN_MIN 16
+#define JP_MUTEX_SPIN 4096
+#define JP_MUTEX_SPIN_STEP 64
 
 _Atomic int jp__sync_mode;
 static bool lockdep_forced, check_forced;
 static _Atomic unsigned spin_limit = UINT_MAX;	/* UINT_MAX: not decided yet */
-static _Atomic unsigned spin_budget = JP_MUTEX_SPIN;
+static _Atomic unsigned spinners, spinners_max;	/* threads in spin(); at most */
 
 /*
  * Under helgrind or drd, the happens-before client requests are needed;
@@ -143,7 +147,11 @@ static unsigned spin_limit_get(void)
 	unsigned n = atomic_load_explicit(&spin_limit, memory_order_relaxed);
 
 	if (jp_unlikely(n == UINT_MAX)) {
-		n = jp__os_cpu_count() > 1 && !JP_ON_VALGRIND() ? JP_MUTEX_SPIN : 0;
+		unsigned cpus = jp__os_cpu_count();
+
+		n = cpus > 1 && !JP_ON_VALGRIND() ? JP_MUTEX_SPIN : 0;
+		atomic_store_explicit(&spinners_max, cpus > 1 ? cpus - 1 : 0,
+				      memory_order_relaxed);
 		atomic_store_explicit(&spin_limit, n, memory_order_relaxed);
 	}
 	return n;
@@ -159,54 +167,62 @@ static inline bool try_acquire(_Atomic uint32_t *w)
 }
 
 /*
- * Spin while the owner is probably running, then sleep.  Returns 0 once
- * the lock is ours, ETIMEDOUT when the deadline passed first.
+ * Spin while the word says "locked, nobody asleep" (the owner is probably
+ * running), as the comment at JP_MUTEX_SPIN says.  Returns true once the
+ * lock is ours (taken 0 -> want), false when the budget ran out, the word
+ * showed a sleeper (the hand-over goes through the kernel then) or too
+ * many threads spin already.
  */
-/* relaxed, both: the budget is a tuning hint, a lost update is harmless. */
-static void spin_adapt(unsigned budget, unsigned used, bool won)
+static bool spin(_Atomic uint32_t *w, uint32_t want)
 {
-	int next, b = (int)budget;
+	unsigned limit = spin_limit_get(), spent = 0, step = 1;
+	bool won = false;
+	uint32_t v;
 
-	if (won)
-		next = b + (2 * (int)used + JP_MUTEX_SPIN_MIN - b) / 8;
-	else
-		next = b - b / 4;
-	if (next < JP_MUTEX_SPIN_MIN)
-		next = JP_MUTEX_SPIN_MIN;
-	if (next > JP_MUTEX_SPIN)
-		next = JP_MUTEX_SPIN;
-	if (next != b)
-		atomic_store_explicit(&spin_budget, (unsigned)next, memory_order_relaxed);
+	/* relaxed, all three: a count for a tuning decision, not a lock. */
+	if (limit == 0 || atomic_load_explicit(&spinners, memory_order_relaxed) >=
+			  atomic_load_explicit(&spinners_max, memory_order_relaxed))
+		return false;
+	atomic_fetch_add_explicit(&spinners, 1, memory_order_relaxed);
+	while (spent < limit) {
+		/* relaxed: only a hint; the compare-exchange does the acquiring. */
+		v = atomic_load_explicit(w, memory_order_relaxed);
+		if (v == 0) {
+			uint32_t z = 0;
+
+			/* acquire: as try_acquire. */
+			if (atomic_compare_exchange_strong_explicit(w, &z, want,
+					memory_order_acquire, memory_order_relaxed)) {
+				won = true;
+				break;
+			}
+		} else if (v == 2 && want == 1) {
+			break;		/* sleepers: the hand-over goes through the kernel */
+		}
+		for (unsigned k = 0; k < step; k++)
+			jp_cpu_relax();
+		spent += step;
+		if (step < JP_MUTEX_SPIN_STEP)
+			step *= 2;
+	}
+	atomic_fetch_sub_explicit(&spinners, 1, memory_order_relaxed);
+	return won;
 }
 
+/*
+ * Spin (above), then sleep.  Returns 0 once the lock is ours, ETIMEDOUT
+ * when the deadline passed first.
+ */
 static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *deadline)
 {
-	unsigned limit, spin = 0, i;
 	uint32_t v;
 	int r;
 
 	/* A deadline already past: the caller's attempt was the one. */
 	if (deadline != NULL && jp__deadline_passed(deadline))
 		return ETIMEDOUT;
-	limit = spin_limit_get();
-	if (limit != 0)
-		/* relaxed: see spin_adapt. */
-		spin = atomic_load_explicit(&spin_budget, memory_order_relaxed);
-	for (i = 0; i < spin; i++) {
-		/* relaxed: only a hint; the compare-exchange does the acquiring. */
-		v = atomic_load_explicit(w, memory_order_relaxed);
-		if (v == 0) {
-			if (try_acquire(w)) {
-				spin_adapt(spin, i, true);
-				return 0;
-			}
-		} else if (v == 2) {
-			break;		/* sleepers: the hand-over goes through the kernel */
-		}
-		jp_cpu_relax();
-	}
-	if (spin != 0 && i == spin)
-		spin_adapt(spin, i, false);
+	if (spin(w, 1))
+		return 0;
 	/* acquire: as try_acquire (the exchange may be what takes the lock). */
 	v = atomic_exchange_explicit(w, 2, memory_order_acquire);
 	while (v != 0) {
@@ -214,17 +230,13 @@ static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *dea
 		if (r == ETIMEDOUT)
 			return ETIMEDOUT;
 		/*
-		 * Woken (or the word moved): spin a little before sleeping
-		 * again so that a newcomer does not keep stealing the lock
-		 * from the thread the unlock chose to wake.
+		 * Woken (or the word moved): spin before sleeping again, so
+		 * that a newcomer does not keep stealing the lock from the
+		 * thread the unlock chose to wake.  2, not 1, in both takes:
+		 * others may still be asleep behind us.
 		 */
-		for (unsigned j = 0; j < spin; j++) {
-			/* relaxed: a hint, as above. */
-			if (atomic_load_explicit(w, memory_order_relaxed) == 0)
-				break;
-			jp_cpu_relax();
-		}
-		/* 2, not 1: others may still be asleep behind us. */
+		if (spin(w, 2))
+			return 0;
 		v = atomic_exchange_explicit(w, 2, memory_order_acquire);
 	}
 	return 0;

@@ -90,7 +90,8 @@ bool jp__deadline_passed(const struct timespec *deadline);
  * with more than one CPU, outside valgrind (which runs one thread at a
  * time, so spinning only delays the thread being waited for).  Decided
  * once.  The primitives bound their spins themselves (rwlock.c, sem.c,
- * barrier.c); jp_mutex has its own adaptive budget (mutex.c).
+ * barrier.c); jp_mutex has its own budget and a cap on
+ * its spinners (mutex.c).
  */
 bool jp__park_may_spin(void);
 
