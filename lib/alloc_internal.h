@@ -279,7 +279,7 @@ static inline void jp__span_publish(const struct jp_span *s)
 	struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
 
 	for (unsigned i = s->slice; i < (unsigned)s->slice + s->nslices; i++) {
-		seg->slices[i].nstart = s->nstart;
+		seg->slices[i].nstart32 = (uint32_t)s->nstart;
 		seg->slices[i].divc = s->divc;
 		seg->slices[i].limit = s->limit;
 		seg->slices[i].binoff = s->binoff;
@@ -297,6 +297,13 @@ static inline bool jp__block_test(uintptr_t nstart, uint64_t divc, uint64_t limi
 				  uintptr_t a)
 {
 	return (a + nstart) * divc < limit;
+}
+
+/* jp__block_test on a slice's copy: the offset of a from block 0 is below
+ * 1 MiB (a is in the span), so its low 32 bits are the whole of it. */
+static inline bool jp__slice_block_test(const struct jp_slice *sl, uintptr_t a)
+{
+	return (uint64_t)(uint32_t)((uint32_t)a + sl->nstart32) * sl->divc < sl->limit;
 }
 
 /* True when a is the start of a block of span s. */

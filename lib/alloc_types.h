@@ -183,11 +183,17 @@ struct jp_span {
  * load from the address instead of two (slice -> span -> fields).
  */
 struct jp_slice {
-	uintptr_t nstart;	/* as in the span */
+	/* The span's nstart, its low 32 bits: a pointer into the span is
+	 * less than 1 MiB above block 0, so its offset is the 32-bit sum
+	 * (jp__slice_block_test). */
+	uint32_t nstart32;
+	uint32_t binoff;
 	uint64_t divc;
 	uint64_t limit;		/* 0: no block starts in this slice's span */
-	uint32_t binoff;
-	uint32_t bsize;		/* for jp_free_sized */
+	/* For jp_free_sized, 64 bits wide so that the size (a size_t) is
+	 * compared with it in memory: one instruction, not a load and a
+	 * compare. */
+	uint64_t bsize;
 };
 
 struct jp_segment {

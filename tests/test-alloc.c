@@ -1621,6 +1621,18 @@ static void do_free_sized_over(void *p)
 	jp_free_sized(p, jp_usable_size(p) + 1);
 }
 
+/* Sizes whose low 32 bits (2^32 + 64: 64) or whose sum with the block's
+ * start (SIZE_MAX) look small: the whole size_t is compared. */
+static void do_free_sized_wide(void *p)
+{
+	jp_free_sized(p, ((size_t)1 << 32) + 64);
+}
+
+static void do_free_sized_max(void *p)
+{
+	jp_free_sized(p, SIZE_MAX);
+}
+
 static void do_free_sized_twice(void *p)
 {
 	jp_free_sized(p, 64);
@@ -1649,6 +1661,11 @@ static void test_free_sized_misuse(void)
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 		expect_die(do_free_sized_over, p,
+			   "invalid free_sized (size larger than the block)", p);
+		if (SIZE_MAX > UINT32_MAX)
+			expect_die(do_free_sized_wide, p,
+				   "invalid free_sized (size larger than the block)", p);
+		expect_die(do_free_sized_max, p,
 			   "invalid free_sized (size larger than the block)", p);
 		jp_free_sized(p, jp_usable_size(p));
 		/* Smaller than asked: the block still goes back to its own

@@ -176,17 +176,30 @@ elif ! command -v valgrind >/dev/null 2>&1; then
   msg="pair64-instructions: valgrind not installed; instruction counts skipped"
   echo "$msg" >> "$notes"; echo "note: $msg" >&2
 else
+  # Four ways to free the block: free, the C sized free (free_sized or the
+  # allocator's own: alloc-pair's comment), C++ operator delete and sized
+  # operator delete (alloc-pair-cxx, when built).  A sized free that the
+  # process lacks (glibc before 2.39: exit 3) is a note, not a failure.
   for impl in $active; do
-    echo "alloc-bench: pair64-instructions: $impl" >&2
+   for variant in pair64 pair64-sized pair64-delete pair64-sized-delete; do
+    case $variant in
+      pair64) vprog=$pairprog; vmode=free ;;
+      pair64-sized) vprog=$pairprog; vmode=sized ;;
+      pair64-delete) vprog=$pairprog-cxx; vmode=delete ;;
+      pair64-sized-delete) vprog=$pairprog-cxx; vmode=sized ;;
+    esac
+    [ -x "$vprog" ] || continue
+    echo "alloc-bench: $variant-instructions: $impl" >&2
     why=; tot1=; tot2=
     for n in $pair_n1 $pair_n2; do
       line=$(run_env "$impl" timeout "$run_timeout" valgrind --tool=callgrind \
-        --callgrind-out-file="$tmp/cg.$n" "$pairprog" "$n" 2>"$tmp/err")
+        --callgrind-out-file="$tmp/cg.$n" "$vprog" "$n" "$vmode" 2>"$tmp/err")
       rc=$?
       prov=$(printf '%s\n' "$line" | sed -n 's/.* malloc=\(.*\)$/\1/p')
       tot=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$tmp/cg.$n" 2>/dev/null | head -n 1)
       [ -n "$tot" ] || tot=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$tmp/cg.$n" 2>/dev/null | head -n 1)
-      if [ $rc -ne 0 ]; then why="exit status $rc under callgrind"
+      if [ $rc -eq 3 ]; then why=none
+      elif [ $rc -ne 0 ]; then why="exit status $rc under callgrind"
       elif [ -z "$tot" ]; then why="no callgrind total"
       elif ! provider_ok "$impl" "$prov"; then why="malloc came from $prov: the preload did not take effect"
       fi
@@ -194,16 +207,19 @@ else
       if [ "$n" = "$pair_n1" ]; then tot1=$tot; else tot2=$tot; fi
       rm -f "$tmp/cg.$n"
     done
-    if [ -n "$why" ]; then
+    if [ "$why" = none ]; then
+      echo "$variant-instructions: $impl has no sized free (free_sized, sdallocx, tc_free_sized, mi_free_size); not measured" >> "$notes"
+    elif [ -n "$why" ]; then
       failures=$((failures + 1))
-      echo "alloc-bench: FAILED: $impl pair64-instructions: $why" >&2
+      echo "alloc-bench: FAILED: $impl $variant-instructions: $why" >&2
       tail -n 5 "$tmp/err" | sed 's/^/  /' >&2
-      echo "alloc-bench,pair64-instructions,1,$impl,1,FAILED,instructions,lower," >> "$csv"
+      echo "alloc-bench,$variant-instructions,1,$impl,1,FAILED,instructions,lower," >> "$csv"
     else
       per=$(awk -v a="$tot1" -v b="$tot2" -v n1="$pair_n1" -v n2="$pair_n2" \
         'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')
-      echo "alloc-bench,pair64-instructions,1,$impl,1,$per,instructions,lower," >> "$csv"
+      echo "alloc-bench,$variant-instructions,1,$impl,1,$per,instructions,lower," >> "$csv"
     fi
+   done
   done
 fi
 
@@ -259,7 +275,7 @@ END {
   header("Throughput: median of " reps " runs, million allocations per second (higher is better)")
   for (x = 1; x <= ng; x++) {
     split(gorder[x], p, SUBSEP)
-    if (p[1] == "pair64-instructions") continue
+    if (p[1] ~ /^pair64/) continue
     s = "| " p[1] " | " p[2] " |"; best = ""; bestim = ""
     for (i = 1; i <= nim; i++) {
       k = gorder[x] SUBSEP imorder[i]; m = median(k); med[imorder[i]] = m
@@ -274,7 +290,7 @@ END {
   header("Peak RSS: median of " reps " runs, MiB (lower is better); ratio to the leanest of jemalloc, mimalloc, tcmalloc")
   for (x = 1; x <= ng; x++) {
     split(gorder[x], p, SUBSEP)
-    if (p[1] == "pair64-instructions") continue
+    if (p[1] ~ /^pair64/) continue
     s = "| " p[1] " | " p[2] " |"; best = ""; bestim = ""
     for (i = 1; i <= nim; i++) {
       im = imorder[i]; k = gorder[x] SUBSEP im; m = rmedian(k); med[im] = m
@@ -285,23 +301,31 @@ END {
     if (med["jpsync"] != "" && best != "" && best > 0) r = sprintf("%.2f (%s)", med["jpsync"] / best, bestim)
     print s " " r " |"
   }
-  # Instructions per pair.
+  # Instructions per pair, a row for each way to free.
   any = 0
-  for (i = 1; i <= nim; i++) if (("pair64-instructions" SUBSEP 1 SUBSEP imorder[i]) in seen) any = 1
+  for (x = 1; x <= ng; x++) { split(gorder[x], p, SUBSEP); if (p[1] ~ /^pair64/) any = 1 }
   if (any) {
     print ""; print "Instructions per free+malloc pair of 64 bytes, one thread (callgrind; lower is better; target for jpsync: < 45)"; print ""
-    s = "|"; d = "|"
+    s = "| freed with |"; d = "|---|"
     for (i = 1; i <= nim; i++) { s = s " " imorder[i] " |"; d = d "---:|" }
     print s " jpsync / best peer |"; print d "---|"
-    s = "|"; best = ""; bestim = ""
-    for (i = 1; i <= nim; i++) {
-      k = "pair64-instructions" SUBSEP 1 SUBSEP imorder[i]; m = median(k); med[imorder[i]] = m
-      s = s " " cell(k, m, 1, "%.1f") " |"
-      if (imorder[i] != "jpsync" && m != "" && (best == "" || m < best)) { best = m; bestim = imorder[i] }
+    nv = split("pair64 pair64-sized pair64-delete pair64-sized-delete", vorder, " ")
+    vname["pair64"] = "free"; vname["pair64-sized"] = "sized free (C)"
+    vname["pair64-delete"] = "operator delete"; vname["pair64-sized-delete"] = "sized operator delete"
+    for (v = 1; v <= nv; v++) {
+      w = vorder[v] "-instructions"; have = 0
+      for (i = 1; i <= nim; i++) if ((w SUBSEP 1 SUBSEP imorder[i]) in seen) have = 1
+      if (!have) continue
+      s = "| " vname[vorder[v]] " |"; best = ""; bestim = ""
+      for (i = 1; i <= nim; i++) {
+        k = w SUBSEP 1 SUBSEP imorder[i]; m = median(k); med[imorder[i]] = m
+        s = s " " cell(k, m, 1, "%.1f") " |"
+        if (imorder[i] != "jpsync" && m != "" && (best == "" || m < best)) { best = m; bestim = imorder[i] }
+      }
+      r = "-"
+      if (med["jpsync"] != "" && best != "" && best > 0) r = sprintf("%.2f (%s)", med["jpsync"] / best, bestim)
+      print s " " r " |"
     }
-    r = "-"
-    if (med["jpsync"] != "" && best != "" && best > 0) r = sprintf("%.2f (%s)", med["jpsync"] / best, bestim)
-    print s " " r " |"
   }
   print ""
   print "(\"!\": some runs of that cell failed; \"-\": not measured; see alloc-bench.notes)"
