@@ -1625,7 +1625,7 @@ static void do_free_sized_over(void *p)
  * start (SIZE_MAX) look small: the whole size_t is compared. */
 static void do_free_sized_wide(void *p)
 {
-	jp_free_sized(p, ((size_t)1 << 32) + 64);
+	jp_free_sized(p, (size_t)(((uint64_t)1 << 32) + 64));	/* 64-bit only */
 }
 
 static void do_free_sized_max(void *p)
