@@ -1,7 +1,8 @@
 #!/bin/sh
 # The allocator benchmark still works: every workload of tests/bench/alloc-bench
 # runs at a tiny size on glibc's malloc (1 and 3 threads), prints its result
-# line and passes its own pattern check; a bad option is refused; and the
+# line and passes its own pattern check (sized and unsized name the object
+# their operator delete came from); a bad option is refused; and the
 # driver, in quick mode on glibc alone, writes the contract's CSV header and
 # one valid row per run, and prints the median table.  Speed is not checked
 # here (tests/bench/README: make bench).
@@ -15,11 +16,13 @@ fail=0
 # A cross build's program runs under its emulator (tests/target-exec.sh).
 if [ -n "${JP_EMULATOR:-}" ]; then tx="sh $top_srcdir/tests/target-exec.sh"; else tx=env; fi
 
-for wl in balanced alloc-heavy small xthread larson realloc; do
+for wl in balanced alloc-heavy small xthread larson realloc \
+          sized unsized xsizes falseshare shortmixed; do
+  case $wl in sized|unsized) del=' delete=?*' ;; *) del= ;; esac
   for t in 1 3; do
     if line=$(env -u LD_PRELOAD $tx "$prog" -w "$wl" -t "$t" -n 20000 2>"$tmp/err"); then
       case $line in
-        "alloc-bench: workload=$wl threads=$t ops="*" ops_per_sec="*" peak_rss_kb="*" malloc="*)
+        "alloc-bench: workload=$wl threads=$t ops="*" ops_per_sec="*" peak_rss_kb="*[0-9]$del" malloc="*)
           echo "ok: $wl, $t threads: ${line#alloc-bench: }" ;;
         *) echo "FAIL: $wl, $t threads: unexpected output '$line'"; fail=1 ;;
       esac
@@ -39,8 +42,9 @@ fi
 
 # The driver, as make bench runs it, on glibc alone, one repetition.  In a
 # sanitizer build malloc is the sanitizer's, which the driver rightly reports
-# as "not glibc": the driver part is for normal builds.
-if [ -n "${SANITIZERS:-}" ]; then
+# as "not glibc": the driver part is for normal builds (SANITIZERS is "no"
+# in those, as configure's --enable-sanitizers defaults).
+if case "${SANITIZERS:-no}" in no|"") false ;; *) true ;; esac; then
   echo "skip: the driver check in a sanitizer build ($SANITIZERS)"
 elif [ "${JP_FOREIGN:-no}" = yes ]; then
   # The driver runs the benchmark natively and preloads the build
@@ -57,10 +61,10 @@ elif JPSYNC_BENCH_QUICK=1 JPSYNC_BENCH_REPS=1 JPSYNC_BENCH_OUT="$tmp/out" \
     echo "FAIL: CSV header is '$(head -n 1 "$csv")'"; fail=1
   fi
   rows=$(tail -n +2 "$csv" | grep -c '^alloc-bench,[a-z-]*,[12],glibc,1,[0-9][0-9.]*,ops/s,higher,[0-9][0-9]*$' || true)
-  if [ "$rows" -eq 12 ] && [ "$(wc -l < "$csv")" -eq 13 ]; then
-    echo "ok: the driver wrote 12 valid rows"
+  if [ "$rows" -eq 22 ] && [ "$(wc -l < "$csv")" -eq 23 ]; then
+    echo "ok: the driver wrote 22 valid rows (11 workloads, 2 thread counts)"
   else
-    echo "FAIL: expected 12 valid rows, got $rows:"; cat "$csv"; fail=1
+    echo "FAIL: expected 22 valid rows, got $rows:"; cat "$csv"; fail=1
   fi
   if grep -q '^| realloc | 2 | [0-9]' "$tmp/table"; then
     echo "ok: the driver printed the median table"

@@ -26,6 +26,28 @@
  *   realloc      chains of realloc growth from 16 bytes to 256 KiB, four
  *                chains interleaved per thread, new bytes filled each step
  *
+ * The shapes of mimalloc-bench where jpsync trails (issue 13), each written
+ * after the program it stands for:
+ *   sized        larson-sized: random slots of 1024 (16-512 bytes)
+ *                replaced, allocated with C++ operator new and freed with
+ *                sized operator delete(p, n), resolved at run time
+ *   unsized      the same with plain operator delete(p): sized against
+ *                unsized free in one allocator
+ *   xsizes       xmalloc-test -s -1: half the threads produce batches of
+ *                1024 blocks of 19 sizes from 8 bytes to 4 KiB (each size
+ *                equally often, so most blocks are small), the first 128
+ *                bytes written; one shared queue hands them to the other
+ *                half, which free them
+ *   falseshare   cache-scratch: the main thread allocates one 8-byte block
+ *                per thread, side by side; each thread frees the one it is
+ *                given, then allocates 8-byte blocks, writes (and reads
+ *                back) each one 64 times over and frees it.  An allocator that hands a
+ *                thread the block it freed puts the threads' blocks on one
+ *                cache line (passive false sharing)
+ *   shortmixed   cfrac, espresso: a window of 64 live blocks of 16 bytes to
+ *                1 KiB (log-uniform: as many 16-31 as 512-1023), filled,
+ *                a random one replaced per op
+ *
  * Work is fixed in total (OPS, default per workload, times SCALE) and split
  * evenly between the threads, so a run takes about as long at 300 threads
  * as at 1 and shows how throughput scales on the machine's cores.  All
@@ -40,9 +62,10 @@
  *
  * Output, one line on stdout:
  *   alloc-bench: workload=W threads=T ops=N seconds=S ops_per_sec=R
- *     peak_rss_kb=K malloc=LIBRARY
- * where LIBRARY is the object that defines the malloc this process uses,
- * so the driver can tell that an LD_PRELOAD took effect.
+ *     peak_rss_kb=K [delete=LIBRARY] malloc=LIBRARY
+ * where LIBRARY is the object that defines the malloc this process uses
+ * (and for sized and unsized the operator delete it calls), so the driver
+ * can tell that an LD_PRELOAD took effect.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -51,6 +74,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,16 +105,27 @@ struct bench {
 	uint64_t ops;		/* total */
 	pthread_barrier_t ready, start, end;
 
-	/* xthread */
+	/* xthread, xsizes */
 	unsigned nqueues;
 	struct queue *queues;
 	unsigned producers;
+	unsigned batch;		/* blocks per batch */
 
 	/* larson */
 	size_t lslots;
 	void ***pool;		/* threads arrays of lslots blocks */
 	void ***held;		/* per thread: the array it holds */
 	pthread_mutex_t pool_lock;
+
+	/* falseshare: the block main allocated for each thread */
+	void **given;
+
+	/* sized, unsized: C++ operator new and delete, as the process binds
+	 * them (the preloaded allocator's, or libstdc++'s over malloc) */
+	void *(*op_new)(size_t);
+	void (*op_delete)(void *);
+	void (*op_delete_sized)(void *, size_t);
+	const char *delete_provider;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -180,12 +215,23 @@ static size_t check(const void *p, size_t n)
 	if (n != 0 && h[0] != n)
 		fail("size header overwritten", p, n);
 	n = h[0];
-	if (n <= HDR || n > (64u << 20))
+	if (n < HDR || n > (64u << 20))
 		fail("size header overwritten", p, n);
 	tag = h[1] ^ (uint32_t)(n * 2654435761u);
-	if (tag > 255 || c[HDR] != tag || c[n - 1] != tag)
+	if (tag > 255)
+		fail("pattern overwritten", p, n);
+	if (n > HDR && (c[HDR] != tag || c[n - 1] != tag))
 		fail("pattern overwritten", p, n);
 	return n;
+}
+
+/* The header, the first 128 bytes and the last byte (xmalloc-test writes
+ * the first 128): what check() reads, at a cost that does not grow with n. */
+static void fill_head(void *p, size_t n, unsigned tag)
+{
+	memset(p, (int)tag, n < 128 ? n : 128);
+	((unsigned char *)p)[n - 1] = (unsigned char)tag;
+	put_header(p, n, tag);
 }
 
 static unsigned next_tag(unsigned *t)
@@ -295,11 +341,12 @@ static void run_small(struct bench *b, unsigned id)
 
 struct batch {
 	unsigned n;
-	void *blk[XT_BATCH];
+	void *blk[];		/* b->batch of them */
 };
 
 /* A bounded FIFO of batches under one mutex: the lock is taken once per
- * 64 blocks, so the benchmark measures the allocator, not the queue. */
+ * batch (64 or 1024 blocks), so the benchmark measures the allocator, not
+ * the queue. */
 struct queue {
 	pthread_mutex_t lock;
 	pthread_cond_t nonempty, nonfull;
@@ -345,9 +392,19 @@ static void q_producer_done(struct queue *q)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* xmalloc-test's sizes, with 3072 and 4096 added: each equally likely. */
+static const size_t xs_sizes[] = {
+	8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
+	1536, 2048, 3072, 4096
+};
+#define XS_NSIZES (sizeof xs_sizes / sizeof xs_sizes[0])
+#define XS_BATCH 1024
+
 /* Threads 0..producers-1 produce into queue id % nqueues; the others
- * consume from queue (id - producers) % nqueues. */
-static void run_xthread(struct bench *b, unsigned id)
+ * consume from queue (id - producers) % nqueues.  xthread: 16-512 bytes,
+ * all filled, 64 to a batch, a queue per producer; xsizes: xs_sizes, the
+ * head filled, 1024 to a batch, one queue (main sets batch and nqueues). */
+static void transfer(struct bench *b, unsigned id, int many)
 {
 	if (id < b->producers) {
 		struct queue *q = &b->queues[id % b->nqueues];
@@ -355,14 +412,22 @@ static void run_xthread(struct bench *b, unsigned id)
 		unsigned tag = id;
 
 		while (left > 0) {
-			struct batch *bt = xmalloc(sizeof *bt);
+			struct batch *bt = xmalloc(offsetof(struct batch, blk) +
+						   b->batch * sizeof bt->blk[0]);
 
-			bt->n = left < XT_BATCH ? (unsigned)left : XT_BATCH;
+			bt->n = left < b->batch ? (unsigned)left : b->batch;
 			for (unsigned i = 0; i < bt->n; i++) {
-				size_t n = 16 + (size_t)(rnd(&s) % 497);
+				size_t n;
 
-				bt->blk[i] = xmalloc(n);
-				fill(bt->blk[i], n, next_tag(&tag));
+				if (many) {
+					n = xs_sizes[rnd(&s) % XS_NSIZES];
+					bt->blk[i] = xmalloc(n);
+					fill_head(bt->blk[i], n, next_tag(&tag));
+				} else {
+					n = 16 + (size_t)(rnd(&s) % 497);
+					bt->blk[i] = xmalloc(n);
+					fill(bt->blk[i], n, next_tag(&tag));
+				}
 			}
 			left -= bt->n;
 			q_push(q, bt);
@@ -380,6 +445,16 @@ static void run_xthread(struct bench *b, unsigned id)
 			free(bt);
 		}
 	}
+}
+
+static void run_xthread(struct bench *b, unsigned id)
+{
+	transfer(b, id, 0);
+}
+
+static void run_xsizes(struct bench *b, unsigned id)
+{
+	transfer(b, id, 1);
 }
 
 /* ----------------------------------------------------------------- larson */
@@ -491,6 +566,156 @@ static void run_realloc(struct bench *b, unsigned id)
 		free(c[k].p);
 }
 
+/* ------------------------------------------------------- sized, unsized */
+
+#define SZ_SLOTS 1024
+
+static void cxx_delete(struct bench *b, void *p, int sized)
+{
+	size_t n = check(p, 0);	/* the size the caller knows, as in C++ */
+
+	if (sized)
+		b->op_delete_sized(p, n);
+	else
+		b->op_delete(p);
+}
+
+static void sized_or_not(struct bench *b, unsigned id, int sized)
+{
+	void *slot[SZ_SLOTS] = { 0 };
+	uint64_t s = seed_for(id), ops = b->ops / b->threads;
+	unsigned tag = id;
+
+	for (uint64_t i = 0; i < ops; i++) {
+		uint64_t r = rnd(&s);
+		unsigned k = (unsigned)(r % SZ_SLOTS);
+		size_t n = 16 + (size_t)((r >> 20) % 497);
+
+		if (slot[k] != NULL)
+			cxx_delete(b, slot[k], sized);
+		slot[k] = b->op_new(n);	/* throws rather than return NULL */
+		fill(slot[k], n, next_tag(&tag));
+	}
+	for (unsigned k = 0; k < SZ_SLOTS; k++)
+		if (slot[k] != NULL)
+			cxx_delete(b, slot[k], sized);
+}
+
+static void run_sized(struct bench *b, unsigned id)
+{
+	sized_or_not(b, id, 1);
+}
+
+static void run_unsized(struct bench *b, unsigned id)
+{
+	sized_or_not(b, id, 0);
+}
+
+/* The mangled name of operator BASE (new: "_Znw", delete: "_ZdlPv") with
+ * size_t arguments ARGS of them. */
+static void *cxx_sym(void *h, const char *base, int args)
+{
+	const char *z = _Generic((size_t)0, unsigned int: "j",
+				 unsigned long: "m", default: "y");
+	char name[32];
+
+	snprintf(name, sizeof name, "%s%s", base, args ? z : "");
+	return dlsym(h, name);
+}
+
+/* C++ operator new and delete as a C++ program gets them: the preloaded
+ * allocator's where it defines them, else libstdc++'s, over malloc and
+ * free (loaded here: this C program is not linked with it). */
+static int cxx_operators(struct bench *b)
+{
+	void *h = RTLD_DEFAULT, *nw, *del, *dels;
+	Dl_info info;
+
+	if (cxx_sym(h, "_Znw", 1) == NULL) {
+		h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL);
+		if (h == NULL) {
+			fprintf(stderr, "alloc-bench: %s needs C++ operator new: "
+				"none defined and %s\n", b->w->name, dlerror());
+			return -1;
+		}
+	}
+	nw = cxx_sym(h, "_Znw", 1);
+	del = cxx_sym(h, "_ZdlPv", 0);
+	dels = cxx_sym(h, "_ZdlPv", 1);
+	if (nw == NULL || del == NULL || dels == NULL) {
+		fprintf(stderr, "alloc-bench: %s: C++ operator new, delete or "
+			"sized delete not found\n", b->w->name);
+		return -1;
+	}
+	memcpy(&b->op_new, &nw, sizeof nw);
+	memcpy(&b->op_delete, &del, sizeof del);
+	memcpy(&b->op_delete_sized, &dels, sizeof dels);
+	b->delete_provider = "unknown";
+	if (dladdr(b->w->run == run_sized ? dels : del, &info) != 0 &&
+	    info.dli_fname != NULL && info.dli_fname[0] != '\0')
+		b->delete_provider = info.dli_fname;
+	return 0;
+}
+
+/* ------------------------------------------------------------- falseshare */
+
+#define FS_SIZE 8
+#define FS_PASSES 64
+
+/* main allocated b->given[] before the threads started. */
+static void run_falseshare(struct bench *b, unsigned id)
+{
+	uint64_t ops = b->ops / b->threads;
+
+	check(b->given[id], FS_SIZE);
+	free(b->given[id]);
+	for (uint64_t i = 0; i < ops; i++) {
+		volatile unsigned char *p = xmalloc(FS_SIZE);
+
+		/* Each byte written and read back, as cache-scratch does: on a
+		 * line another core writes, the loads stall as well. */
+		for (unsigned j = 0; j < FS_PASSES; j++)
+			for (unsigned k = 0; k < FS_SIZE; k++) {
+				unsigned char v = (unsigned char)(j + k + id);
+
+				p[k] = v;
+				if (p[k] != v)
+					fail("pattern overwritten", (void *)p, FS_SIZE);
+			}
+		free((void *)p);
+	}
+}
+
+/* ------------------------------------------------------------- shortmixed */
+
+#define SM_WINDOW 64
+
+static void run_shortmixed(struct bench *b, unsigned id)
+{
+	void *slot[SM_WINDOW] = { 0 };
+	uint64_t s = seed_for(id), ops = b->ops / b->threads;
+	unsigned tag = id;
+
+	for (uint64_t i = 0; i < ops; i++) {
+		uint64_t r = rnd(&s);
+		unsigned k = (unsigned)(r % SM_WINDOW);
+		size_t e = (size_t)16 << ((r >> 8) % 6);	/* 16 .. 512 */
+		size_t n = e + (size_t)((r >> 16) % e);		/* e .. 2e-1 */
+
+		if (slot[k] != NULL) {
+			check(slot[k], 0);
+			free(slot[k]);
+		}
+		slot[k] = xmalloc(n);
+		fill(slot[k], n, next_tag(&tag));
+	}
+	for (unsigned k = 0; k < SM_WINDOW; k++)
+		if (slot[k] != NULL) {
+			check(slot[k], 0);
+			free(slot[k]);
+		}
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const struct workload workloads[] = {
@@ -500,6 +725,11 @@ static const struct workload workloads[] = {
 	{ "xthread", 4000000, run_xthread, NULL },
 	{ "larson", 4000000, run_larson, prepare_larson },
 	{ "realloc", 100000, run_realloc, NULL },
+	{ "sized", 6000000, run_sized, NULL },
+	{ "unsized", 6000000, run_unsized, NULL },
+	{ "xsizes", 2000000, run_xsizes, NULL },
+	{ "falseshare", 1000000, run_falseshare, NULL },
+	{ "shortmixed", 8000000, run_shortmixed, NULL },
 };
 
 struct worker {
@@ -617,11 +847,12 @@ int main(int argc, char **argv)
 	}
 
 	b.threads = (unsigned)threads;
-	if (b.w->run == run_xthread) {
+	if (b.w->run == run_xthread || b.w->run == run_xsizes) {
 		/* At least one producer and one consumer: 1 thread means a pair. */
 		b.producers = b.threads >= 2 ? b.threads / 2 : 1;
 		b.threads = b.threads >= 2 ? b.threads : 2;
-		b.nqueues = b.producers;
+		b.nqueues = b.w->run == run_xthread ? b.producers : 1;
+		b.batch = b.w->run == run_xthread ? XT_BATCH : XS_BATCH;
 		b.queues = xmalloc(b.nqueues * sizeof *b.queues);
 		for (unsigned q = 0; q < b.nqueues; q++) {
 			memset(&b.queues[q], 0, sizeof b.queues[q]);
@@ -640,6 +871,17 @@ int main(int argc, char **argv)
 		b.held = xmalloc(b.threads * sizeof *b.held);
 		pthread_mutex_init(&b.pool_lock, NULL);
 	}
+	if (b.w->run == run_falseshare) {
+		/* Side by side, from this thread, as cache-scratch's main does. */
+		b.given = xmalloc(b.threads * sizeof *b.given);
+		for (unsigned i = 0; i < b.threads; i++) {
+			b.given[i] = xmalloc(FS_SIZE);
+			fill(b.given[i], FS_SIZE, i & 0xff);
+		}
+	}
+	if ((b.w->run == run_sized || b.w->run == run_unsized) &&
+	    cxx_operators(&b) != 0)
+		return 1;
 
 	b.ops = ops != 0 ? ops : (uint64_t)(b.w->default_ops * scale);
 	if (b.ops < b.threads)
@@ -648,7 +890,7 @@ int main(int argc, char **argv)
 		b.ops = (uint64_t)HEAVY_N * b.threads;	/* one round each */
 	else if (b.w->run == run_alloc_heavy)
 		b.ops -= b.ops % ((uint64_t)HEAVY_N * b.threads);
-	else if (b.w->run == run_xthread)
+	else if (b.w->run == run_xthread || b.w->run == run_xsizes)
 		b.ops -= b.ops % b.producers;	/* what the threads really do */
 	else
 		b.ops -= b.ops % b.threads;
@@ -691,13 +933,16 @@ int main(int argc, char **argv)
 		free(b.held);
 	}
 	free(b.queues);
+	free(b.given);
 	free(wk);
 
 	getrusage(RUSAGE_SELF, &ru);
 	printf("alloc-bench: workload=%s threads=%lu ops=%" PRIu64
-	       " seconds=%.6f ops_per_sec=%.0f peak_rss_kb=%ld malloc=%s\n",
+	       " seconds=%.6f ops_per_sec=%.0f peak_rss_kb=%ld%s%s malloc=%s\n",
 	       b.w->name, threads, b.ops, t1 - t0,
 	       t1 > t0 ? (double)b.ops / (t1 - t0) : 0.0, ru.ru_maxrss,
+	       b.delete_provider != NULL ? " delete=" : "",
+	       b.delete_provider != NULL ? b.delete_provider : "",
 	       malloc_provider());
 	return 0;
 }

@@ -15,8 +15,11 @@
 #
 # Environment (besides the contract's JPSYNC_BENCH_REPS, _QUICK, _OUT):
 #   JPSYNC_BENCH_ALLOC_IMPLS      implementations to run (default: all five)
-#   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: all six)
-#   JPSYNC_BENCH_ALLOC_THREADS    thread counts (default 1 2 8 64 300; quick 1 8)
+#   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: all eleven)
+#   JPSYNC_BENCH_ALLOC_THREADS    thread counts for every workload (default:
+#                                 1 2 8 64 300, quick 1 8, for the first six;
+#                                 1 2 (quick 1) for sized, unsized, shortmixed;
+#                                 2 8 (quick 2) for xsizes, falseshare)
 #   JPSYNC_BENCH_ALLOC_SCALE      work scale (default 1; quick 0.01)
 #   JPSYNC_BENCH_ALLOC_PAIR       0: skip the callgrind instruction count
 #   JPSYNC_BENCH_ALLOC_TIMEOUT    seconds before a run counts as hung (300)
@@ -33,13 +36,26 @@ pairprog=$top_builddir/tests/bench/alloc-pair
 
 case $reps in ''|*[!0-9]*|0) echo "alloc-bench.sh: bad JPSYNC_BENCH_REPS '$reps'" >&2; exit 2;; esac
 if [ "$quick" = 1 ]; then
-  def_threads="1 8"; def_scale=0.01; pair_n1=10000; pair_n2=110000
+  def_threads="1 8"; few1=1; few2=2; def_scale=0.01; pair_n1=10000; pair_n2=110000
 else
-  def_threads="1 2 8 64 300"; def_scale=1; pair_n1=100000; pair_n2=1100000
+  def_threads="1 2 8 64 300"; few1="1 2"; few2="2 8"; def_scale=1; pair_n1=100000; pair_n2=1100000
 fi
 impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc}
-workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc}
-threads_list=${JPSYNC_BENCH_ALLOC_THREADS:-$def_threads}
+workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc sized unsized xsizes falseshare shortmixed}
+
+# threads_for WORKLOAD: its thread counts.  The shapes of mimalloc-bench
+# (issue 13) run at the counts of those programs on 2 cores, which keeps
+# the driver's time near what it was with the first six alone.
+threads_for() {
+  if [ -n "${JPSYNC_BENCH_ALLOC_THREADS:-}" ]; then
+    echo "$JPSYNC_BENCH_ALLOC_THREADS"; return
+  fi
+  case $1 in
+    sized|unsized|shortmixed) echo "$few1" ;;
+    xsizes|falseshare) echo "$few2" ;;
+    *) echo "$def_threads" ;;
+  esac
+}
 scale=${JPSYNC_BENCH_ALLOC_SCALE:-$def_scale}
 do_pair=${JPSYNC_BENCH_ALLOC_PAIR:-1}
 run_timeout=${JPSYNC_BENCH_ALLOC_TIMEOUT:-300}
@@ -139,7 +155,7 @@ rotate() {
 rep=1
 while [ $rep -le "$reps" ]; do
   for wl in $workloads; do
-    for thr in $threads_list; do
+    for thr in $(threads_for "$wl"); do
       echo "alloc-bench: repetition $rep/$reps: $wl, $thr threads" >&2
       for impl in $(rotate $((rep - 1)) $active); do
         line=$(run_env "$impl" timeout "$run_timeout" "$prog" -w "$wl" -t "$thr" -s "$scale" 2>"$tmp/err")
@@ -147,11 +163,18 @@ while [ $rep -le "$reps" ]; do
         val=$(printf '%s\n' "$line" | sed -n 's/.* ops_per_sec=\([0-9.]*\).*/\1/p')
         rss=$(printf '%s\n' "$line" | sed -n 's/.* peak_rss_kb=\([0-9]*\).*/\1/p')
         prov=$(printf '%s\n' "$line" | sed -n 's/.* malloc=\(.*\)$/\1/p')
+        # sized, unsized: operator delete is the allocator's own (glibc's
+        # run: libstdc++'s, which calls free).
+        del=$(printf '%s\n' "$line" | sed -n 's/.* delete=\([^ ]*\) .*/\1/p')
         why=
         if [ $rc -eq 124 ]; then why="timed out after ${run_timeout}s"
         elif [ $rc -ne 0 ]; then why="exit status $rc"
         elif [ -z "$val" ] || [ -z "$rss" ]; then why="no result line"
         elif ! provider_ok "$impl" "$prov"; then why="malloc came from $prov: the preload did not take effect"
+        elif [ -n "$del" ] && [ "$impl" = glibc ]; then
+          case $del in */libstdc++*) ;; *) why="operator delete came from $del, not libstdc++" ;; esac
+        elif [ -n "$del" ] && ! provider_ok "$impl" "$del"; then
+          why="operator delete came from $del: the allocator's own was not used"
         fi
         if [ -n "$why" ]; then
           failures=$((failures + 1))
