@@ -234,6 +234,22 @@ static void fill_head(void *p, size_t n, unsigned tag)
 	put_header(p, n, tag);
 }
 
+/* Check and free what a slot holds, if anything. */
+static void release(void **slot)
+{
+	if (*slot != NULL) {
+		check(*slot, 0);
+		free(*slot);
+		*slot = NULL;
+	}
+}
+
+static void release_all(void **slot, size_t count)
+{
+	for (size_t k = 0; k < count; k++)
+		release(&slot[k]);
+}
+
 static unsigned next_tag(unsigned *t)
 {
 	*t = (*t + 1) & 0xff;
@@ -260,34 +276,20 @@ static void run_balanced(struct bench *b, unsigned id)
 			unsigned k = (unsigned)(r % BAL_LARGE_SLOTS);
 			size_t n = 1024 + (size_t)((r >> 16) % (31 * 1024 + 1));
 
-			if (large[k] != NULL) {
-				check(large[k], 0);
-				free(large[k]);
-			}
+			release(&large[k]);
 			large[k] = xmalloc(n);
 			touch(large[k], n, next_tag(&tag));
 		} else {
 			unsigned k = (unsigned)(rnd(&s) % BAL_SLOTS);
 			size_t n = sizes[i & 3];
 
-			if (slot[k] != NULL) {
-				check(slot[k], 0);
-				free(slot[k]);
-			}
+			release(&slot[k]);
 			slot[k] = xmalloc(n);
 			fill(slot[k], n, next_tag(&tag));
 		}
 	}
-	for (unsigned k = 0; k < BAL_SLOTS; k++)
-		if (slot[k] != NULL) {
-			check(slot[k], 0);
-			free(slot[k]);
-		}
-	for (unsigned k = 0; k < BAL_LARGE_SLOTS; k++)
-		if (large[k] != NULL) {
-			check(large[k], 0);
-			free(large[k]);
-		}
+	release_all(slot, BAL_SLOTS);
+	release_all(large, BAL_LARGE_SLOTS);
 }
 
 /* ------------------------------------------------------------ alloc-heavy */
@@ -702,18 +704,11 @@ static void run_shortmixed(struct bench *b, unsigned id)
 		size_t e = (size_t)16 << ((r >> 8) % 6);	/* 16 .. 512 */
 		size_t n = e + (size_t)((r >> 16) % e);		/* e .. 2e-1 */
 
-		if (slot[k] != NULL) {
-			check(slot[k], 0);
-			free(slot[k]);
-		}
+		release(&slot[k]);
 		slot[k] = xmalloc(n);
 		fill(slot[k], n, next_tag(&tag));
 	}
-	for (unsigned k = 0; k < SM_WINDOW; k++)
-		if (slot[k] != NULL) {
-			check(slot[k], 0);
-			free(slot[k]);
-		}
+	release_all(slot, SM_WINDOW);
 }
 
 /* ------------------------------------------------------------------ main */
