@@ -13,7 +13,8 @@
 #               switches per notify)
 #
 # JPSYNC_BENCH_REPS (default 5), JPSYNC_BENCH_QUICK=1 (1, 2, 4 threads, short
-# runs), JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
+# runs), JPSYNC_BENCH_LOCK_SECONDS (each lock run, default 1),
+# JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 reps=${JPSYNC_BENCH_REPS:-5}
@@ -34,7 +35,9 @@ if [ ! -x "$prog" ]; then echo "sync-bench: $prog not built (make check builds i
 if [ "$quick" = 1 ]; then
   threads="1 2 4"; secs=0.05; rounds=100
 else
-  threads="1 2 4 8 16"; secs=0.3; rounds=1000
+  # 1 s: long enough for 16 threads on 2 cores to get many scheduler
+  # slices each, so that the fewest share measures the lock (README).
+  threads="1 2 4 8 16"; secs=${JPSYNC_BENCH_LOCK_SECONDS:-1}; rounds=1000
 fi
 failed=0
 
