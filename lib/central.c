@@ -203,7 +203,9 @@ static void free_block_check(const struct jp_span *s, const unsigned char *b)
 	uintptr_t start = jp__span_start(s);
 	long long first = LLONG_MAX, last = -1;
 
-	key_scan(key ^ jp__ag.key, &first, &last);
+	/* The byte loop only for a damaged key: most blocks are intact. */
+	if (jp_unlikely(key != jp__ag.key))
+		key_scan(key ^ jp__ag.key, &first, &last);
 	/* The link: NULL or a block of this span (the range first: the
 	 * block test holds for offsets below 2^32 only). */
 	if (next != 0 && (next - start >= (uintptr_t)s->nblocks * s->bsize ||
