@@ -94,6 +94,7 @@ int jp__sync_mode_init(void)
 		/* Written once with the same value by whoever comes first. */
 		JP_BENIGN_RACE(&jp__sync_mode, sizeof jp__sync_mode, "jpsync mode");
 		JP_BENIGN_RACE(&spin_limit, sizeof spin_limit, "jpsync spin limit");
+		JP_BENIGN_RACE(&spinners_max, sizeof spinners_max, "jpsync spinners' cap");
 	}
 	if (lockdep_forced || jp__options()->lockdep)
 		mode |= JP_SYNC_LOCKDEP;
