@@ -158,13 +158,20 @@ static unsigned spin_limit_get(void)
 	return n;
 }
 
-static inline bool try_acquire(_Atomic uint32_t *w)
+/* Take a free mutex, leaving want (1, or 2 for a thread that may have
+ * others asleep behind it) in the word. */
+static inline bool try_take(_Atomic uint32_t *w, uint32_t want)
 {
 	uint32_t z = 0;
 
 	/* acquire: the critical section must not start before we own it. */
-	return atomic_compare_exchange_strong_explicit(w, &z, 1, memory_order_acquire,
+	return atomic_compare_exchange_strong_explicit(w, &z, want, memory_order_acquire,
 						       memory_order_relaxed);
+}
+
+static inline bool try_acquire(_Atomic uint32_t *w)
+{
+	return try_take(w, 1);
 }
 
 /*
@@ -189,11 +196,7 @@ static bool spin(_Atomic uint32_t *w, uint32_t want)
 		/* relaxed: only a hint; the compare-exchange does the acquiring. */
 		v = atomic_load_explicit(w, memory_order_relaxed);
 		if (v == 0) {
-			uint32_t z = 0;
-
-			/* acquire: as try_acquire. */
-			if (atomic_compare_exchange_strong_explicit(w, &z, want,
-					memory_order_acquire, memory_order_relaxed)) {
+			if (try_take(w, want)) {
 				won = true;
 				break;
 			}
