@@ -948,7 +948,10 @@ static void test_stress_mixed_sizes(void)
 /* fork() while other threads allocate: the child allocates and exits. */
 static _Atomic int fork_stop;
 /* Global, not on the stacks: in the child, whose copies of these threads
- * do not run, memcheck must still see the blocks as reachable. */
+ * do not run, memcheck still sees most blocks as reachable.  One that a
+ * thread held only in a register at the fork (between jp_alloc's return
+ * and the store) is lost there, so the child ends through
+ * jp_test_fork_exit, which skips the leak check. */
 static void *fork_blocks[2][32];
 
 static void *fork_noise(void *arg)
@@ -987,7 +990,9 @@ static void test_fork_while_allocating(void)
 				p[i] = jp_alloc((size_t)(i * 33));
 			for (int i = 0; i < 100; i++)
 				jp_free(p[i]);
-			exit(0);
+			/* A block the other threads held only in a register
+			 * at the fork is lost here: not memcheck's concern. */
+			jp_test_fork_exit(0);
 		}
 		CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
 		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -1093,7 +1098,7 @@ static void fork_stdio_case(void *arg)
 			jp_free(p);
 			jp_free(jp_alloc(300 << 10));
 			fflush(NULL);
-			_exit(0);
+			jp_test_fork_exit(0);	/* the readers' blocks are lost */
 		}
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 		    WEXITSTATUS(st) != 0)
