@@ -990,9 +990,7 @@ static void test_fork_while_allocating(void)
 				p[i] = jp_alloc((size_t)(i * 33));
 			for (int i = 0; i < 100; i++)
 				jp_free(p[i]);
-			/* A block the other threads held only in a register
-			 * at the fork is lost here: not memcheck's concern. */
-			jp_test_fork_exit(0);
+			jp_test_fork_exit(0);	/* see fork_blocks */
 		}
 		CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
 		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -1098,7 +1096,7 @@ static void fork_stdio_case(void *arg)
 			jp_free(p);
 			jp_free(jp_alloc(300 << 10));
 			fflush(NULL);
-			jp_test_fork_exit(0);	/* the readers' blocks are lost */
+			jp_test_fork_exit(0);	/* as fork_blocks says */
 		}
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 		    WEXITSTATUS(st) != 0)
