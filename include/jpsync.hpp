@@ -25,7 +25,7 @@
 // C call returned and the C function's name; running out of memory throws
 // std::bad_alloc.  No destructor throws.  Every wrapper is an inline call
 // of the C function it names: a jpsync::mutex lock+unlock costs exactly
-// the instructions of jp_mutex_lock+jp_mutex_unlock (tests/check-cxx-cost.sh
+// the instructions of jp_mutex_lock+jp_mutex_unlock (tests/cxx/check-cxx-cost.sh
 // counts both with callgrind and fails on any difference); what the C++
 // signature adds is only its own (a queue's std::optional<T> result sets
 // and tests a flag: 5 instructions per try_push+try_pop of an int).

@@ -5,7 +5,7 @@
  *
  * Puts the preload module in front of LD_PRELOAD, sets the JPSYNC_* tuning
  * variables its options name, and execs PROGRAM (searched in PATH).  Its
- * options are the rows of the library's option table (lib/options.c, linked
+ * options are the rows of the library's option table (lib/base/options.c, linked
  * in statically): names, arguments, ranges, defaults and help come from
  * there, and the values are checked by the library's own parser, so that a
  * typo is a usage error now rather than a warning in the program's output
@@ -28,8 +28,8 @@
  */
 #include "config.h"
 
-#include "options.h"
-#include "os.h"
+#include "base/options.h"
+#include "base/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,7 +58,7 @@
 static const char me[] = "jpsync-run";
 
 /*
- * The options: one per row of the library's option table (lib/options.c),
+ * The options: one per row of the library's option table (lib/base/options.c),
  * which gives their names, arguments, ranges, defaults and help, then
  * jpsync-run's own.  getopt_long returns OPT_BASE + the row for a row.
  */

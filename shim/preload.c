@@ -398,4 +398,4 @@ void *__libc_pvalloc(size_t size) SHIM_ALIAS(pvalloc);
 
 /* fork() racing getline or fflush(NULL) in other threads: the allocator's
  * own fork handlers take glibc's stdio list lock before its locks (see
- * lib/tcache.c), so the module needs no handler of its own. */
+ * lib/alloc/tcache.c), so the module needs no handler of its own. */

@@ -2,7 +2,7 @@
 # Every page lints clean under mandoc -Tlint and has the sections style.md
 # asks for, every public function (every name in lib/libjpsync.map) has a
 # page or a .so link in man/man3, jpsync(7) lists every JPSYNC_* variable of
-# lib/options.c with its default, and the EXAMPLES of every page compile
+# lib/base/options.c with its default, and the EXAMPLES of every page compile
 # against the headers.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}"
@@ -47,7 +47,7 @@ for page in man*/*.[0-9]; do
 done
 
 # jpsync(7)'s ENVIRONMENT lists exactly the variables of the option table in
-# lib/options.c, each with its default ("Default 32." for a size, "Default
+# lib/base/options.c, each with its default ("Default 32." for a size, "Default
 # off." for a boolean or a switch that is off); so does the README's table
 # under "## Tuning variables".
 if ! perl -e '
@@ -93,17 +93,17 @@ if ! perl -e '
     if (!exists $have{$v}) {
       print "FAIL: jpsync(7) ENVIRONMENT does not list $v\n"; $bad = 1;
     } elsif ($num->($have{$v}) ne $want{$v}) {
-      print "FAIL: jpsync(7) gives $v the default \"$have{$v}\", lib/options.c $want{$v}\n";
+      print "FAIL: jpsync(7) gives $v the default \"$have{$v}\", lib/base/options.c $want{$v}\n";
       $bad = 1;
     }
   }
   for my $v (sort keys %have) {
     next if exists $want{$v};
-    print "FAIL: jpsync(7) ENVIRONMENT lists $v, which lib/options.c does not read\n";
+    print "FAIL: jpsync(7) ENVIRONMENT lists $v, which lib/base/options.c does not read\n";
     $bad = 1;
   }
   print "ok: jpsync(7) ENVIRONMENT lists the ", scalar(keys %want),
-    " variables of lib/options.c with their defaults\n" unless $bad;
+    " variables of lib/base/options.c with their defaults\n" unless $bad;
 
   # The same for the README table under "## Tuning variables".
   my $readme = $ARGV[2];
@@ -117,20 +117,20 @@ if ! perl -e '
       if (!exists $rd{$v}) {
         print "FAIL: README.md Tuning variables does not list $v\n"; $rbad = 1;
       } elsif ($num->($rd{$v}) ne $want{$v}) {
-        print "FAIL: README.md gives $v the default \"$rd{$v}\", lib/options.c $want{$v}\n";
+        print "FAIL: README.md gives $v the default \"$rd{$v}\", lib/base/options.c $want{$v}\n";
         $rbad = 1;
       }
     }
     for my $v (sort keys %rd) {
       next if exists $want{$v};
-      print "FAIL: README.md Tuning variables lists $v, which lib/options.c does not read\n";
+      print "FAIL: README.md Tuning variables lists $v, which lib/base/options.c does not read\n";
       $rbad = 1;
     }
-    print "ok: README.md Tuning variables matches lib/options.c\n" unless $rbad;
+    print "ok: README.md Tuning variables matches lib/base/options.c\n" unless $rbad;
     $bad ||= $rbad;
   }
   exit $bad;
-' ../lib/options.c man7/jpsync.7 ../README.md; then
+' ../lib/base/options.c man7/jpsync.7 ../README.md; then
   fail=1
 fi
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# cross (issue 16): make check on i386 (crossbuild-essential-i386's
+# cross: make check on i386 (crossbuild-essential-i386's
 # i686-linux-gnu-gcc; the programs run natively), and on arm64 and s390x
 # (64-bit big-endian), cross-built with Debian's cross toolchains and run
 # under qemu-user through tests/target-exec.sh (README, "Architectures").

@@ -1,5 +1,5 @@
 #!/bin/bash
-# packaging (issues 6, 16): build the Debian source and binary packages,
+# packaging: build the Debian source and binary packages,
 # 3.0 (quilt) with the `make dist` tarball as the orig and the tree's
 # debian/ as the Debian part, lint them (lintian --pedantic -I -E: no
 # error, warning or info tag that is not overridden with its reason),

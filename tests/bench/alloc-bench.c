@@ -26,7 +26,7 @@
  *   realloc      chains of realloc growth from 16 bytes to 256 KiB, four
  *                chains interleaved per thread, new bytes filled each step
  *
- * The shapes of mimalloc-bench where jpsync trails (issue 13), each written
+ * The shapes of mimalloc-bench where jpsync trailed in 1.1, each written
  * after the program it stands for:
  *   sized        larson-sized: random slots of 1024 (16-512 bytes)
  *                replaced, allocated with C++ operator new and freed with

@@ -44,7 +44,7 @@ impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc}
 workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc sized unsized xsizes falseshare shortmixed}
 
 # threads_for WORKLOAD: its thread counts.  The shapes of mimalloc-bench
-# (issue 13) run at a few counts around the 2 cores of the machine, which keeps
+# run at a few counts around the 2 cores of the machine, which keeps
 # the driver's time near what it was with the first six alone.
 threads_for() {
   if [ -n "${JPSYNC_BENCH_ALLOC_THREADS:-}" ]; then

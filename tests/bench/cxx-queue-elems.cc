@@ -1,5 +1,5 @@
 // cxx-queue-elems: how a non-trivially-copyable element should travel
-// through <jpsync.hpp>'s queues (issue 15): built in the slot (what
+// through <jpsync.hpp>'s queues: built in the slot (what
 // jpsync::*_queue<T> does) or moved into a jp_alloc'd T whose pointer is
 // queued (what it did before the in-place slot calls).  Both sides use
 // try_push/try_pop and sched_yield() on failure, so only the element path

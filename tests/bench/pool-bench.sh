@@ -71,7 +71,7 @@ else
   echo "getput-instructions: valgrind not found, instruction counts skipped" >> "$notes"
 fi
 
-# Medians; the two ratios of issue 15: the handle against glibc, the
+# Medians; the two ratios pool-bench reports: the handle against glibc, the
 # uncached pool against the mutex-protected free list.
 awk -F, '
 NR == 1 { next }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # selftest-bench.sh: the driver of tests/bench/selftest-bench, used by
-# tests/check-bench-report.sh to test the benchmark report's plumbing.  It
+# tests/bench/check-bench-report.sh to test the benchmark report's plumbing.  It
 # follows the driver contract of tests/bench/README (and is the smallest
 # example of it): JPSYNC_BENCH_REPS, JPSYNC_BENCH_QUICK, JPSYNC_BENCH_OUT in;
 # selftest-bench.csv and selftest-bench.notes out; a table of medians on

@@ -286,7 +286,8 @@ static int run_lock(const char *wl, unsigned threads, double seconds)
 		       (double)total / ((double)(t1 - t0) / 1e3), peak_rss_kb());
 	printf("lock,%s-spread,%u,%s,%.3f,min/max,higher,%ld\n",
 	       workload == 2 ? "fairness" : wl, threads, impl_names[impl], spread, peak_rss_kb());
-	/* The fewest a thread made against the mean (issue 14: at least 0.5). */
+	/* The fewest a thread made against the mean (no thread starved: at
+	 * least 0.5). */
 	printf("lock,%s-fewest,%u,%s,%.3f,min/mean,higher,%ld\n",
 	       workload == 2 ? "fairness" : wl, threads, impl_names[impl],
 	       total ? (double)min_ops * threads / (double)total : 0.0, peak_rss_kb());

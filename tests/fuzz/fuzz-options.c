@@ -1,5 +1,5 @@
 /*
- * fuzz-options.c - the option table (lib/options.c) and jpsync-run's
+ * fuzz-options.c - the option table (lib/base/options.c) and jpsync-run's
  * arguments (shim/jpsync-run.c) against a model of what jpsync(7) and
  * jpsync-run(1) say they accept.
  *
@@ -26,7 +26,7 @@
 
 #include "fuzz.h"
 #include "options-input.h"
-#include "options.h"
+#include "base/options.h"
 
 #include <errno.h>
 #include <getopt.h>

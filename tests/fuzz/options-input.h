@@ -16,7 +16,7 @@
 #ifndef JP_FUZZ_OPTIONS_INPUT_H
 #define JP_FUZZ_OPTIONS_INPUT_H
 
-#include "options.h"
+#include "base/options.h"
 
 #include <stdint.h>
 #include <stdlib.h>

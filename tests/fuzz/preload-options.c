@@ -21,7 +21,7 @@
 #include "config.h"
 
 #include "options-input.h"
-#include "options.h"
+#include "base/options.h"
 #include "testutil.h"
 
 #include <dirent.h>

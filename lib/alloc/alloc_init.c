@@ -1,0 +1,96 @@
+/*
+ * alloc_init.c - the allocator's start-up: the options it reads, the
+ * double-free key, which valgrind tool (if any) runs it, and the set-up of
+ * each layer, once, by the first thread that allocates.
+ *
+ * Start-up must survive re-entry: the dynamic loader, dlsym and
+ * pthread_key_create may call malloc before the allocator is ready.  So
+ * phase 1 (the tables) allocates nothing and ends with the state "ready";
+ * phase 2 (the thread-exit key and the fork handlers) may allocate, and
+ * its allocations find the allocator ready.
+ */
+#include "alloc_internal.h"
+#include "base/options.h"
+
+struct jp_alloc_globals jp__ag;
+_Atomic int jp__alloc_state;
+
+/*
+ * Memcheck, not just any valgrind tool: only memcheck needs every block
+ * announced (and so no thread cache); callgrind must count the real fast
+ * paths, and helgrind and drd are served by the lock annotations.  A
+ * memcheck-only request returns 0 for defined memory; other tools return
+ * the default we pass.
+ */
+static bool on_memcheck(void)
+{
+#ifdef JP_HAVE_MEMCHECK
+	int probe = 0;
+
+	if (!RUNNING_ON_VALGRIND)
+		return false;
+	return VALGRIND_DO_CLIENT_REQUEST_EXPR(1, VG_USERREQ__CHECK_MEM_IS_DEFINED,
+					       &probe, sizeof probe, 0, 0, 0) == 0;
+#else
+	return false;
+#endif
+}
+
+void jp__alloc_init_slow(void)
+{
+	int z = 0;
+
+	if (atomic_compare_exchange_strong(&jp__alloc_state, &z, 1)) {
+		const struct jp_options *o = jp__options();
+		uintptr_t key;
+
+		jp__os_random(&key, sizeof key);
+		/* Odd: never a block pointer, so a free list link is never
+		 * taken for the key. */
+		jp__ag.key = key | 1;
+		jp__ag.vg = on_memcheck();
+		jp__ag.check = o->check && !jp__ag.vg;
+		/* A library built with -fsanitize=thread needs none of it:
+		 * TSan sees its lock and lists. */
+#ifndef JP_TSAN
+		jp__ag.tsan = jp__tsan_on();
+#endif
+		/* TSan does not see an uninstrumented library's atomics either:
+		 * without this, a heap handed from an exited thread to a new
+		 * one (tcache.c) looks like a race on the heap. */
+		jp__lock_annotate = JP_ON_VALGRIND() || jp__ag.tsan;
+		jp__ag.nocache = jp__ag.vg || jp__ag.check || jp__ag.tsan;
+		jp__ag.cache_n = o->cache_n;
+		jp__ag.cache_bytes = o->cache_bytes;
+		jp__ag.mag_size = o->mag_size;
+		jp__ag.madvise_min = o->madvise_min;
+		jp__sizeclass_init();
+		jp__segment_init();
+		jp__huge_init();
+		jp__central_init();
+		jp__tcache_init();
+		jp__stats_init();
+		/* release: the tables above are seen by every thread that
+		 * reads the state (acquire). */
+		atomic_store_explicit(&jp__alloc_state, 2, memory_order_release);
+		jp__tcache_init_late();
+		jp__fork_init();
+		return;
+	}
+	/* Phase 1 above allocates nothing, so this is another thread. */
+	while (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
+		jp_cpu_relax();
+}
+
+/*
+ * Under helgrind and drd, start the allocator at load time, in the thread
+ * that loads the library, before any thread of the program exists: the
+ * tools do not see the atomics by which two threads that allocate first at
+ * the same moment agree on who sets it up, and reported the tables as
+ * raced.  Natively nothing changes: the first allocation starts it.
+ */
+__attribute__((constructor)) static void alloc_init_under_valgrind(void)
+{
+	if (JP_ON_VALGRIND())
+		jp__alloc_ready();
+}

@@ -1,0 +1,366 @@
+/*
+ * alloc_stats.c - jp_alloc_stats, jp_alloc_stats_print and JPSYNC_STATS.
+ *
+ * The fast paths count one thing only, the blocks each bin hands out
+ * (nalloc); everything else comes from counters the slow paths keep:
+ * blocks that came into a bin from the class (nrefill), went back (nflush),
+ * and the refills (nmiss).  The frees of a bin follow from its length:
+ *     length = nrefill + frees - nalloc - nflush.
+ * Bytes in use are the blocks out of the spans (class counters) less those
+ * sitting in thread caches and on transfer chains, plus huge blocks.
+ * Nothing here allocates, so the table can be printed at exit and from
+ * inside a preloaded malloc.
+ */
+#include "alloc_internal.h"
+#include "base/options.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The counts of exited threads' heaps (heap lock). */
+static uint64_t dead_alloc[JP_NCLASSES], dead_free[JP_NCLASSES],
+	dead_miss[JP_NCLASSES];
+
+/* What bin c of heap h handed out and took back; returns its length. */
+static uint64_t bin_counts(const struct jp_heap *h, uint32_t c,
+			   uint64_t *nalloc, uint64_t *nfree)
+{
+	const struct jp_bin *b = &h->bins[c];
+	uint64_t cn = JP_CNT_LOAD(b->cn);
+	uint64_t count = JP_CNT_LOAD(b->max) - JP_CN_CREDIT(cn);
+
+	*nalloc = JP_CN_NALLOC(cn) + JP_CNT_LOAD(b->nalloc_hi);
+	*nfree = count - JP_CNT_LOAD(b->nrefill) + *nalloc +
+		 JP_CNT_LOAD(h->nflush[c]);
+	return count;
+}
+
+void jp__stats_fold(const struct jp_heap *h)
+{
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		uint64_t nalloc, nfree;
+
+		bin_counts(h, c, &nalloc, &nfree);
+		dead_alloc[c] += nalloc;
+		dead_free[c] += nfree;
+		dead_miss[c] += JP_CNT_LOAD(h->nmiss[c]);
+	}
+}
+
+void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
+{
+	uint64_t cm[JP_NCLASSES] = { 0 };
+	uint64_t cached = 0, misses = 0, classes_peak = 0, in_spans = 0, chained = 0;
+
+	memset(st, 0, sizeof *st);
+	st->size = sizeof *st;
+	st->version = JP_ALLOC_STATS_VERSION;
+	st->nclasses = JP_NCLASSES;
+	jp__lock(&jp__heap_lock);
+	for (struct jp_heap *h = jp__heaps; h != NULL; h = h->next) {
+		st->threads++;
+		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+			uint64_t nalloc, nfree, count = bin_counts(h, c, &nalloc, &nfree);
+
+			st->class_allocs[c] += nalloc;
+			st->class_frees[c] += nfree;
+			cached += count * jp__classes[c].bsize;
+			cm[c] += JP_CNT_LOAD(h->nmiss[c]);
+			misses += JP_CNT_LOAD(h->nmiss[c]);
+		}
+	}
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		st->class_allocs[c] += dead_alloc[c];
+		st->class_frees[c] += dead_free[c];
+		misses += dead_miss[c];
+		cm[c] += dead_miss[c];
+	}
+	jp__unlock(&jp__heap_lock);
+
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		st->class_size[c] = jp__class_size(c);
+		for (unsigned a = 0; a < JP_NSHARDS; a++) {
+			struct jp_central *k = &jp__central[a][c];
+
+			jp__lock(&k->lock);
+			in_spans += k->used_blocks * jp__classes[c].bsize;
+			chained += k->xfer_blocks * jp__classes[c].bsize;
+			classes_peak += k->peak_used_blocks * jp__classes[c].bsize;
+			jp__unlock(&k->lock);
+		}
+		st->allocs += st->class_allocs[c];
+		st->frees += st->class_frees[c];
+	}
+	if (class_miss != NULL)
+		memcpy(class_miss, cm, sizeof cm);
+	st->cache_misses = misses;
+	st->cache_hits = st->allocs >= misses ? st->allocs - misses : 0;
+	st->cached = cached;
+	st->huge_count = atomic_load_explicit(&jp__ag.huge_count, memory_order_relaxed);
+	st->huge_bytes = atomic_load_explicit(&jp__ag.huge_bytes, memory_order_relaxed);
+	st->allocs += atomic_load_explicit(&jp__ag.huge_allocs, memory_order_relaxed);
+	st->frees += atomic_load_explicit(&jp__ag.huge_frees, memory_order_relaxed);
+	st->in_use = (in_spans >= cached + chained ?
+		     in_spans - cached - chained : 0) + st->huge_bytes;
+	/* Sampled: the per-class peaks, each counting cached blocks as used,
+	 * so an upper bound of the true peak. */
+	st->peak_in_use = classes_peak + st->huge_bytes;
+	if (st->peak_in_use < st->in_use)
+		st->peak_in_use = st->in_use;
+	st->mapped = atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
+	st->peak_mapped = atomic_load_explicit(&jp__ag.peak_mapped, memory_order_relaxed);
+	st->trimmed = atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed);
+}
+
+JP_EXPORT int jp_alloc_stats(struct jp_alloc_stats *st, size_t st_size)
+{
+	struct jp_alloc_stats all;
+	size_t n;
+
+	if (st == NULL || st_size < offsetof(struct jp_alloc_stats, in_use))
+		return EINVAL;
+	jp__stats_collect(&all, NULL);
+	n = st_size < sizeof all ? st_size : sizeof all;
+	all.size = n;
+	memcpy(st, &all, n);
+	return 0;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+/* The whole table fits (52 classes of 80 bytes and the head), so that it
+ * goes out in one write: tables of processes that exit together, appended
+ * to one file, do not interleave. */
+struct out {
+	char buf[12288];
+	size_t len;
+	int fd;
+	int err;
+};
+
+static void out_flush(struct out *o)
+{
+	if (o->len > 0 && o->err == 0)
+		o->err = jp__os_write(o->fd, o->buf, o->len);
+	o->len = 0;
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (o->len + n > sizeof o->buf)
+		out_flush(o);
+	if (n > sizeof o->buf)
+		n = sizeof o->buf;
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+/* v right-aligned in width columns. */
+static void out_num(struct out *o, uint64_t v, int width)
+{
+	char num[24];
+	int n;
+
+	jp__fmt_u64(num, v);
+	for (n = (int)strlen(num); n < width; n++)
+		out_str(o, " ");
+	out_str(o, num);
+}
+
+/* part/whole as a percentage with one decimal, right-aligned in 6 (pad)
+ * or as it is. */
+static void out_pct_as(struct out *o, uint64_t part, uint64_t whole, bool pad)
+{
+	char num[24], frac[4];
+	uint64_t permille;
+
+	if (whole == 0) {
+		out_str(o, pad ? "     -" : "-");
+		return;
+	}
+	permille = (uint64_t)((double)part * 1000.0 / (double)whole + 0.5);
+	jp__fmt_u64(num, permille / 10);
+	frac[0] = '.';
+	frac[1] = (char)('0' + permille % 10);
+	frac[2] = '%';
+	frac[3] = '\0';
+	for (int n = (int)strlen(num); pad && n < 3; n++)
+		out_str(o, " ");
+	out_str(o, num);
+	out_str(o, frac);
+}
+
+static void out_pct(struct out *o, uint64_t part, uint64_t whole)
+{
+	out_pct_as(o, part, whole, true);
+}
+
+/* A label, then v in bytes right-aligned and in human units. */
+static void out_bytes(struct out *o, const char *label, uint64_t v)
+{
+	char h[24];
+
+	out_str(o, label);
+	out_num(o, v, 16);
+	out_str(o, " bytes  ");
+	out_str(o, jp__fmt_bytes(h, v));
+}
+
+static void out_human(struct out *o, uint64_t v)
+{
+	char h[24];
+
+	out_str(o, jp__fmt_bytes(h, v));
+}
+
+JP_EXPORT int jp_alloc_stats_print(int fd)
+{
+	struct jp_alloc_stats st;
+	struct out o = { .fd = fd };
+	uint64_t cm[JP_NCLASSES];
+
+	if (fd < 0)
+		return EBADF;
+	jp__stats_collect(&st, cm);
+	/* The summary: one line, in human units. */
+	out_str(&o, "jpsync allocator statistics (pid ");
+	out_num(&o, (uint64_t)getpid(), 0);
+	out_str(&o, "): ");
+	out_human(&o, st.in_use);
+	out_str(&o, " in use (peak ");
+	out_human(&o, st.peak_in_use);
+	out_str(&o, "), ");
+	out_human(&o, st.mapped);
+	out_str(&o, " mapped (peak ");
+	out_human(&o, st.peak_mapped);
+	out_str(&o, "), ");
+	out_num(&o, st.allocs, 0);
+	out_str(&o, " allocations, ");
+	out_pct_as(&o, st.cache_hits, st.cache_hits + st.cache_misses, false);
+	out_str(&o, " from thread caches\n");
+	/* The details, one labelled figure a line. */
+	out_bytes(&o, "  in use          ", st.in_use);
+	out_str(&o, "\n");
+	out_bytes(&o, "  in use, peak    ", st.peak_in_use);
+	out_str(&o, "  (upper bound)\n");
+	out_bytes(&o, "  mapped          ", st.mapped);
+	out_str(&o, "\n");
+	out_bytes(&o, "  mapped, peak    ", st.peak_mapped);
+	out_str(&o, "\n");
+	out_bytes(&o, "  in thread caches", st.cached);
+	out_str(&o, "\n");
+	out_bytes(&o, "  given back      ", st.trimmed);
+	out_str(&o, "  (to the system, so far)\n");
+	out_bytes(&o, "  huge blocks     ", st.huge_bytes);
+	out_str(&o, "  in ");
+	out_num(&o, st.huge_count, 0);
+	out_str(&o, st.huge_count == 1 ? " block (above 256 KiB)\n" : " blocks (above 256 KiB)\n");
+	out_str(&o, "  threads         ");
+	out_num(&o, st.threads, 16);
+	out_str(&o, "  (with a cache, now)\n  allocations     ");
+	out_num(&o, st.allocs, 16);
+	out_str(&o, "\n  frees           ");
+	out_num(&o, st.frees, 16);
+	out_str(&o, "\n  cache hits      ");
+	out_num(&o, st.cache_hits, 16);
+	out_str(&o, "  ");
+	out_pct_as(&o, st.cache_hits, st.cache_hits + st.cache_misses, false);
+	out_str(&o, " hit rate, of allocations of up to 256 KiB\n");
+	/* Per size class: the columns, labelled. */
+	out_str(&o, "  class  block size    allocations          frees  blocks in use   hit%\n");
+	for (uint32_t c = 0; c < st.nclasses; c++) {
+		uint64_t a = st.class_allocs[c], f = st.class_frees[c];
+
+		if (a == 0 && f == 0)
+			continue;
+		out_num(&o, c, 7);
+		out_num(&o, st.class_size[c], 12);
+		out_num(&o, a, 15);
+		out_num(&o, f, 15);
+		out_num(&o, a >= f ? a - f : 0, 15);
+		out_str(&o, " ");
+		out_pct(&o, a >= cm[c] ? a - cm[c] : 0, a);
+		out_str(&o, "\n");
+	}
+	out_flush(&o);
+	return o.err;
+}
+
+/*
+ * JPSYNC_STATS=1 prints on stderr, but programs such as cat and sort close
+ * stderr (close_stdout, an atexit handler) before the library's destructor
+ * runs: the allocator keeps a close-on-exec copy of fd 2 from its start,
+ * and prints there if it is still the same file (a program may have put
+ * another file on that number meanwhile), else on fd 2.
+ */
+static int stats_fd = -1;
+static uint64_t stats_id[2];
+
+void jp__stats_init(void)
+{
+	if (jp__options()->stats == JP_STATS_STDERR)
+		stats_fd = jp__os_dup_high(2, 1000, stats_id);
+}
+
+/*
+ * The file of JPSYNC_STATS=path for this process: "%p" in path is its
+ * process id ("%%" a "%"), so that each process of a program writes a file
+ * of its own; without "%p" each process appends its table (one write,
+ * headed by its pid), and jpsync-run empties the file before the program
+ * starts.  false when the name would not fit.
+ */
+static bool stats_path(const char *tmpl, char *out, size_t cap)
+{
+	char num[24];
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (const char *p = tmpl; *p != '\0'; p++) {
+		char one[2] = { *p, '\0' };
+
+		if (p[0] == '%' && p[1] == 'p') {
+			jp__str_add(out, cap, &len, jp__fmt_u64(num, (uint64_t)getpid()));
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			jp__str_add(out, cap, &len, "%");
+			p++;
+		} else
+			jp__str_add(out, cap, &len, one);
+		if (len >= cap - 1)
+			return false;
+	}
+	return true;
+}
+
+/* JPSYNC_STATS=1 (stderr) or =path: the table at exit. */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+	const struct jp_options *opt = jp__options();
+	char path[JP_STATS_PATH_MAX + 32], num[24];
+	int fd;
+
+	if (opt->stats == JP_STATS_STDERR)
+		jp_alloc_stats_print(jp__os_fd_is(stats_fd, stats_id) ? stats_fd : 2);
+	else if (opt->stats == JP_STATS_FILE) {
+		if (!stats_path(opt->stats_path, path, sizeof path))
+			fd = -1, errno = ENAMETOOLONG;
+		else
+			fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			/* One line per process: jpsync-run checks the file before
+			 * the program starts, and warns once for all of them. */
+			jp__os_puts(2, "jpsync: warning: JPSYNC_STATS: cannot write ");
+			jp__os_puts(2, path);
+			jp__os_puts(2, " (errno ");
+			jp__os_puts(2, jp__fmt_u64(num, (uint64_t)errno));
+			jp__os_puts(2, "); no statistics\n");
+			return;
+		}
+		jp_alloc_stats_print(fd);
+		close(fd);
+	}
+}

@@ -1,0 +1,129 @@
+/*
+ * os.h - the operating-system layer.  lib/base/os.c is the only file of the
+ * library that calls futex, mmap, munmap, madvise, mremap, getenv, sysconf
+ * or getrandom.
+ *
+ * Contract: sizes and addresses given to the mapping calls are multiples of
+ * the page size; calls that can fail return 0 or an errno value (never -1
+ * with errno).  Nothing here allocates memory with malloc, so everything is
+ * safe to call from inside the allocator and before it is initialised.
+ */
+#ifndef JP_OS_H
+#define JP_OS_H
+
+#include "jp_internal.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+/* ---- futex (private to the process) ------------------------------------ */
+
+/*
+ * Sleep while *word == expected, until woken or until the absolute
+ * CLOCK_MONOTONIC deadline (NULL: no deadline).  Returns 0 when woken or
+ * when *word was not expected (EAGAIN from the kernel), EINTR when a signal
+ * interrupted the sleep, ETIMEDOUT once the deadline has passed (at once
+ * for a negative tv_sec), EINVAL for a tv_nsec out of range.  The
+ * synchronisation layer calls it only through jp__park_wait (park.h), which
+ * waits again after EINTR.
+ */
+int jp__futex_wait(const _Atomic uint32_t *word, uint32_t expected,
+		   const struct timespec *deadline);
+/* Wake at most n sleepers on word (INT_MAX: all); returns how many woke. */
+int jp__futex_wake(const _Atomic uint32_t *word, int n);
+
+/* ---- memory ---------------------------------------------------------- */
+
+/* Map size bytes of zeroed, readable and writable memory. */
+int jp__os_map(void **addr, size_t size);
+/* The same, with the mapping aligned to align (a power of two >= page). */
+int jp__os_map_aligned(void **addr, size_t size, size_t align);
+int jp__os_unmap(void *addr, size_t size);
+/* Give the pages back to the OS; they read as zero when touched again. */
+int jp__os_decommit(void *addr, size_t size);
+/* Grow or shrink a mapping, moving it if needed; *addr is updated. */
+int jp__os_remap(void **addr, size_t old_size, size_t new_size);
+/* The machine's memory, RAM and swap, in bytes (SIZE_MAX if unknown): no
+ * mapping larger than this can ever be filled. */
+size_t jp__os_mem_bytes(void);
+/* Resident set size of the process, in bytes (0 if unknown). */
+size_t jp__os_rss(void);
+
+size_t jp__os_page_size(void);
+/* Online CPUs, 0 when unknown. */
+unsigned jp__os_cpu_count(void);
+
+/* ---- the CPU a thread runs on ------------------------------------------ */
+
+#ifdef HAVE_RSEQ_AREA
+# include <sys/rseq.h>
+#endif
+
+/*
+ * The CPU the calling thread runs on, or -1 when it cannot be read cheaply
+ * (glibc registered no rseq area: under valgrind, on a kernel before 4.18,
+ * with glibc.pthread.rseq=0, or a libc without one).  A hint only: the
+ * thread may run elsewhere by the time the caller uses it.  One load from
+ * the area the kernel updates whenever the thread is scheduled.
+ */
+static inline int jp__os_cpu(void)
+{
+#ifdef HAVE_RSEQ_AREA
+	if (jp_likely(__rseq_size != 0)) {
+		const struct rseq *r = (const struct rseq *)(const void *)
+			((const char *)__builtin_thread_pointer() + __rseq_offset);
+
+		/* relaxed: the kernel writes it; any recent value will do. */
+		return (int)__atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED);
+	}
+#endif
+	return -1;
+}
+
+/* ---- environment, randomness, output ---------------------------------- */
+
+/*
+ * getenv without malloc and without the locale: walks environ.  In a
+ * set-uid or set-gid program (AT_SECURE) it returns NULL, as secure_getenv.
+ */
+const char *jp__os_getenv(const char *name);
+/* The environment itself (for the scan for unknown JPSYNC_* names). */
+char **jp__os_environ(void);
+/* Fill buf with random bytes (getrandom, falling back to time and address). */
+void jp__os_random(void *buf, size_t len);
+/* Write all of buf to fd, retrying on EINTR; returns 0 or an errno value. */
+int jp__os_write(int fd, const void *buf, size_t len);
+/* Write a NUL-terminated string. */
+int jp__os_puts(int fd, const char *s);
+/* Format v in hex ("0x..."), into buf of at least 19 bytes; returns buf. */
+char *jp__fmt_hex(char *buf, uintptr_t v);
+/* Format v in decimal into buf of at least 21 bytes; returns buf. */
+char *jp__fmt_u64(char *buf, uint64_t v);
+/* v bytes in binary units with one decimal ("512 B", "1.5 KiB", "12.0 MiB"),
+ * into buf of at least 24 bytes; returns buf. */
+char *jp__fmt_bytes(char *buf, uint64_t v);
+/* Append s to the string of *len bytes in buf (cap bytes), cut to fit,
+ * NUL-terminated; *len grows by what went in.  The messages of the library
+ * (options, check mode) are built with it, on the stack. */
+void jp__str_add(char *buf, size_t cap, size_t *len, const char *s);
+/* The same for the n bytes at s (NULs among them too), shown: a control
+ * character, DEL and a backslash as \xHH (\\ for the backslash), so that
+ * bytes from outside (an environment variable, an argument) print as part of
+ * one line and cannot drive a terminal; past max bytes of s, "..." ends it. */
+void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
+		       size_t n, size_t max);
+/* Monotonic time in nanoseconds. */
+uint64_t jp__os_now_ns(void);
+/* The kernel thread id of the caller. */
+int jp__os_gettid(void);
+
+/* ---- queue (data flow): asymmetric fences ------------------------------ */
+
+/* Register the process for membarrier(2) private expedited: 0, or an errno
+ * value (ENOSYS: not supported, then callers use ordinary fences). */
+int jp__os_membarrier_init(void);
+/* A full memory barrier on every running thread of the process: 0 or errno. */
+int jp__os_membarrier(void);
+
+#endif /* JP_OS_H */

@@ -1,0 +1,454 @@
+/*
+ * alloc-helper.c - small programs for test-alloc and check-alloc-valgrind.sh
+ * that need an environment of their own (options are read once per
+ * process) or a tool around them.
+ *
+ *   alloc-helper check-ok        JPSYNC_CHECK=1: normal use must pass
+ *   alloc-helper check-aligned   JPSYNC_CHECK=1: aligned blocks freed, then
+ *                                plain ones of the same size (must pass)
+ *   alloc-helper check-realloc   JPSYNC_CHECK=1: realloc of every kind, in
+ *                                place at the same size (must pass)
+ *   alloc-helper check-uaf       a write into a freed block, then reuse
+ *   alloc-helper check-overflow  a write past the requested size, then free
+ *   alloc-helper check-underflow a write before the block, then free
+ *   alloc-helper check-overflow-huge  one byte past a huge block of 300000
+ *   alloc-helper check-overflow-256k  one byte past a block of 256 KiB
+ *   alloc-helper check-double    a double free
+ *   alloc-helper check-foreign   a free of a stack address
+ *   alloc-helper fork-nested     a signal handler forks while a fork's
+ *                                prepare handlers hold the allocator's
+ *                                locks; then parent and children allocate
+ *   alloc-helper fork-nested-stress  $FORKS forks in a loop while a 100 us
+ *                                timer's handler forks too, landing now
+ *                                and then inside the loop's fork handlers
+ * The check-* cases that must abort print "ptr=<the block>" on stderr
+ * first, so that the test can compare the whole message.
+ *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
+ *   alloc-helper leak            loses one block (memcheck must see it)
+ *   alloc-helper use-after-free  reads a freed block (memcheck must see it)
+ *   alloc-helper clean           allocates and frees everything
+ *   alloc-helper bulk            BULK_THREADS threads allocate and free in
+ *                                bulk, then all wait: prints the bytes
+ *                                cached and the threads on stderr
+ */
+#include <jpsync/alloc.h>
+
+#include <stdbool.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+static void *volatile sink;
+
+static int check_ok(void)
+{
+	void *p[1000];
+
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < 1000; i++) {
+			size_t n = (size_t)(i * 37 % 3000);
+
+			p[i] = jp_alloc(n);
+			if (p[i] == NULL || jp_usable_size(p[i]) < n)
+				return 1;
+			memset(p[i], 0x5a, n);
+		}
+		for (int i = 0; i < 1000; i += 2) {
+			/* i == 0: realloc to 0 bytes frees, returns NULL */
+			p[i] = jp_realloc(p[i], (size_t)i * 3);
+			if ((p[i] == NULL) != (i == 0))
+				return 1;
+			if (p[i] != NULL)
+				memset(p[i], 1, (size_t)i * 3);
+		}
+		for (int i = 0; i < 1000; i++)
+			jp_free(p[i]);
+	}
+	p[0] = jp_calloc(10, 10);
+	for (int i = 0; i < 100; i++)
+		if (((unsigned char *)p[0])[i] != 0)
+			return 1;
+	jp_free(p[0]);
+	p[0] = jp_alloc_aligned(256, 100);
+	if (p[0] == NULL || (uintptr_t)p[0] % 256 != 0)
+		return 1;
+	jp_free(p[0]);
+	return 0;
+}
+
+/* bulk: every thread has made its cache before any bin can grow, and all
+ * caches are alive when the statistics are read. */
+#define BULK_THREADS	16
+#define BULK_BLOCKS	4096
+static pthread_barrier_t bulk_start, bulk_end, bulk_read;
+
+static void *bulk_thread(void *arg)
+{
+	static void *blk[BULK_THREADS][BULK_BLOCKS];
+	void **b = blk[(uintptr_t)arg];
+
+	jp_free(jp_alloc(80));
+	pthread_barrier_wait(&bulk_start);
+	for (int r = 0; r < 20; r++) {
+		for (int i = 0; i < BULK_BLOCKS; i++)
+			if ((b[i] = jp_alloc(80)) == NULL)
+				abort();
+		for (int i = 0; i < BULK_BLOCKS; i++)
+			jp_free(b[i]);
+	}
+	pthread_barrier_wait(&bulk_end);
+	pthread_barrier_wait(&bulk_read);
+	return NULL;
+}
+
+static int bulk(void)
+{
+	pthread_t t[BULK_THREADS];
+	struct jp_alloc_stats st;
+
+	pthread_barrier_init(&bulk_start, NULL, BULK_THREADS);
+	pthread_barrier_init(&bulk_end, NULL, BULK_THREADS + 1);
+	pthread_barrier_init(&bulk_read, NULL, BULK_THREADS + 1);
+	for (uintptr_t i = 0; i < BULK_THREADS; i++)
+		if (pthread_create(&t[i], NULL, bulk_thread, (void *)i) != 0)
+			return 1;
+	pthread_barrier_wait(&bulk_end);
+	if (jp_alloc_stats(&st, sizeof st) != 0)
+		return 1;
+	fprintf(stderr, "cached=%llu threads=%llu\n", (unsigned long long)st.cached,
+		(unsigned long long)st.threads);
+	pthread_barrier_wait(&bulk_read);
+	for (int i = 0; i < BULK_THREADS; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+/* memalign(64, 1000) + free + malloc(1000), 100 times, sizes 100-5000,
+ * alignments 32 and 64: check mode took the aligned block, which it had
+ * not written, for a freed checked one (jpsync 1.1.0 before the fix). */
+static int check_aligned(void)
+{
+	for (size_t align = 32; align <= 64; align *= 2)
+		for (size_t n = 100; n <= 5000; n += 100)
+			for (int i = 0; i < 100; i++) {
+				char *p = jp_alloc_aligned(align, n), *q;
+
+				if (p == NULL || (uintptr_t)p % align != 0)
+					return 1;
+				memset(p, 1, 16);	/* the header only, as gcc */
+				jp_free(p);
+				q = jp_alloc(n);
+				if (q == NULL)
+					return 1;
+				memset(q, 2, n);
+				jp_free(q);
+			}
+	return 0;
+}
+
+/* realloc from and to every kind; to the same size stays in place. */
+static int check_realloc(void)
+{
+	static const size_t steps[] = { 10, 100, 5000, 200000, 262144, 300000,
+					4 << 20, 100000, 64, 1 };
+	unsigned char *p = jp_alloc_aligned(64, 40), *q;
+	size_t have = 40;
+
+	memset(p, 0, have);
+	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+		p = jp_realloc(p, steps[i]);
+		if (p == NULL)
+			return 1;
+		for (size_t j = 0; j < (have < steps[i] ? have : steps[i]); j++)
+			if (p[j] != (unsigned char)i)
+				return 2;
+		memset(p, (int)i + 1, steps[i]);
+		have = steps[i];
+		q = jp_realloc(p, have);
+		if (q != p)
+			return 3;	/* the same size: in place */
+	}
+	jp_free(p);
+	return 0;
+}
+
+/*
+ * fork-nested.  The helper's own prepare handler is registered before the
+ * allocator's (which the first jp_alloc registers), so it runs after it:
+ * with every allocator lock held by the forking thread.  It raises a
+ * signal whose handler forks again (in a single-threaded process, where
+ * glibc's own fork takes no lock).  Parent and both children must then
+ * allocate: with one record of the locks taken, the nested prepare wiped
+ * the outer one's and the outer parent handler released nothing.
+ */
+static volatile sig_atomic_t nested_armed, nested_bad;
+
+static void exercise(void)
+{
+	void *p[64];
+
+	for (int i = 0; i < 64; i++)
+		p[i] = jp_alloc((size_t)(i * 523));
+	for (int i = 0; i < 64; i++)
+		jp_free(p[i]);
+	jp_free(jp_alloc(1 << 20));	/* huge: the huge lock */
+	jp_thread_flush();		/* the class locks */
+	jp_alloc_trim();		/* the segment lock */
+}
+
+/* Fork a child that exercises the allocator and exits; true if it did. */
+static bool fork_exercise(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		exercise();
+		_exit(0);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+static void nested_fork(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (!fork_exercise())
+		nested_bad = 1;
+	errno = saved;
+}
+
+static void prepare_raises(void)
+{
+	if (nested_armed) {
+		nested_armed = 0;	/* not again in the nested fork */
+		raise(SIGUSR1);
+	}
+}
+
+static int fork_nested(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = nested_fork;
+	sigemptyset(&sa.sa_mask);
+	if (pthread_atfork(prepare_raises, NULL, NULL) != 0 ||
+	    sigaction(SIGUSR1, &sa, NULL) != 0)
+		return 2;
+	alarm(30);	/* a deadlock ends by SIGALRM */
+	exercise();	/* the allocator starts: its handlers come second */
+	for (int r = 0; r < 20; r++) {
+		nested_armed = 1;
+		if (!fork_exercise())
+			return 3;
+		exercise();	/* the parent: every lock free again */
+	}
+	return nested_bad ? 4 : 0;
+}
+
+/*
+ * fork-nested-stress: single-threaded (a process that ever had a thread
+ * deadlocks in glibc's own fork when a handler of a fork forks), forks in a
+ * loop while a 100 us CPU-time timer's handler forks as well.  The signal
+ * is blocked except around fork(), so that the handler's fork lands inside
+ * the loop's fork (the kernel delivers it as fork returns: after the
+ * prepare handlers took the locks, before the parent handlers release
+ * them) or just before it, and never inside the allocator's own code: a
+ * child forked from a handler that interrupted malloc itself inherits a
+ * half-done operation (as with any malloc; POSIX allows such a child only
+ * async-signal-safe calls), which is not what this tests.
+ */
+static volatile sig_atomic_t nest_forks, nest_inside, in_fork;
+
+static void timer_fork(int sig)
+{
+	if (in_fork)
+		nest_inside++;
+	nested_fork(sig);
+	nest_forks++;
+}
+
+static void mark_in_fork(void)
+{
+	in_fork = 1;	/* registered first: runs after the allocator's */
+}
+
+static void mark_out_of_fork(void)
+{
+	in_fork = 0;
+}
+
+static int fork_nested_stress(void)
+{
+	const char *e = getenv("FORKS");
+	int forks = e != NULL ? atoi(e) : 300, bad = 0;
+	struct sigaction sa;
+	struct itimerval it = { { 0, 100 }, { 0, 100 } }, off = { { 0, 0 }, { 0, 0 } };
+	sigset_t prof;
+
+	alarm(120);	/* a deadlock ends by SIGALRM */
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	sigprocmask(SIG_BLOCK, &prof, NULL);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = timer_fork;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (pthread_atfork(mark_in_fork, NULL, NULL) != 0 ||
+	    sigaction(SIGPROF, &sa, NULL) != 0)
+		return 2;
+	exercise();	/* the allocator's handlers, then ours: */
+	if (pthread_atfork(NULL, mark_out_of_fork, mark_out_of_fork) != 0)
+		return 2;
+	setitimer(ITIMER_PROF, &it, NULL);
+	for (int f = 0; f < forks; f++) {
+		int st = 0;
+		pid_t pid;
+
+		sigprocmask(SIG_UNBLOCK, &prof, NULL);
+		pid = fork();
+		sigprocmask(SIG_BLOCK, &prof, NULL);
+		if (pid == 0) {
+			setitimer(ITIMER_PROF, &off, NULL);
+			exercise();
+			_exit(0);
+		}
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad++;
+		exercise();
+	}
+	setitimer(ITIMER_PROF, &off, NULL);
+	fprintf(stderr, "forks %d nested %d (inside a fork %d) bad %d/%d\n", forks,
+		(int)nest_forks, (int)nest_inside, bad, (int)nested_bad);
+	return bad == 0 && !nested_bad ? 0 : 1;
+}
+
+static void *noted(void *p)
+{
+	fprintf(stderr, "ptr=%p\n", p);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	unsigned char *p;
+
+	if (strcmp(mode, "bulk") == 0)
+		return bulk();
+	if (strcmp(mode, "check-ok") == 0)
+		return check_ok();
+	if (strcmp(mode, "fork-nested") == 0)
+		return fork_nested();
+	if (strcmp(mode, "fork-nested-stress") == 0)
+		return fork_nested_stress();
+	if (strcmp(mode, "check-aligned") == 0)
+		return check_aligned();
+	if (strcmp(mode, "check-realloc") == 0)
+		return check_realloc();
+	if (strcmp(mode, "check-uaf") == 0) {
+		p = noted(jp_alloc(100));
+		jp_free(p);
+		p[50] = 1;		/* the bug */
+		for (int i = 0; i < 100; i++)
+			sink = jp_alloc(100);
+		return 0;
+	}
+	if (strcmp(mode, "check-overflow") == 0) {
+		p = noted(jp_alloc(100));
+		p[100] = 1;		/* the bug */
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "check-underflow") == 0) {
+		p = noted(jp_alloc(100));
+		p[-1] = 1;		/* the bug */
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "check-overflow-huge") == 0) {
+		p = noted(jp_alloc(300000));
+		p[300000] = 1;		/* the bug */
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "check-overflow-256k") == 0) {
+		p = noted(jp_alloc(256 << 10));
+		p[256 << 10] = 1;	/* the bug */
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "check-double") == 0) {
+		p = noted(jp_alloc(100));
+		jp_free(p);
+		jp_free(p);		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-free-sized") == 0) {
+		/* 101 bytes fit the block (its class holds more), so only
+		 * check mode, which knows the request, can tell. */
+		p = noted(jp_alloc(100));
+		jp_free_sized(p, 101);	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-foreign") == 0) {
+		char local[16];
+
+		jp_free(noted(local));	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "stats") == 0 || strcmp(mode, "clean") == 0) {
+		for (int i = 0; i < 1000; i++) {
+			p = jp_alloc((size_t)i);
+			jp_free(p);
+		}
+		p = jp_alloc(1 << 20);
+		jp_free(p);
+		return 0;
+	}
+	if (strcmp(mode, "stats-close-stderr") == 0) {
+		/* As cat and sort do (close_stdout); then another file takes
+		 * number 2: the table must still reach the first stderr. */
+		p = jp_alloc(1000);
+		jp_free(p);
+		close(2);
+		{
+			/* Another file takes number 2 (dup2: fd 0 may be
+			 * closed too when the test runs without stdin). */
+			int fd = open("/dev/null", O_WRONLY);
+
+			if (fd < 0 || (fd != 2 && dup2(fd, 2) != 2))
+				return 3;
+			if (fd != 2)
+				close(fd);
+		}
+		return 0;
+	}
+	if (strcmp(mode, "leak") == 0) {
+		sink = jp_alloc(4242);
+		memset(sink, 1, 4242);
+		sink = NULL;	/* the bug: lost */
+		return 0;
+	}
+	if (strcmp(mode, "use-after-free") == 0) {
+		volatile unsigned char *q = jp_alloc(64);
+
+		q[0] = 1;
+		jp_free((void *)q);
+		return q[10] == 42;	/* the bug */
+	}
+	fprintf(stderr, "usage: alloc-helper MODE\n");
+	return 2;
+}

@@ -1,0 +1,204 @@
+/* test-os.c - the OS layer (lib/base/os.c), white-box. */
+#include "base/os.h"
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void test_futex_value_mismatch_returns(void)
+{
+	_Atomic uint32_t w = 5;
+
+	CU_ASSERT_EQUAL(jp__futex_wait(&w, 4, NULL), 0);
+	CU_ASSERT_EQUAL(jp__futex_wake(&w, 1), 0);	/* nobody waits */
+}
+
+static void test_futex_deadline(void)
+{
+	_Atomic uint32_t w = 0;
+	struct timespec dl, bad = { 0, 1000000000L };
+	uint64_t t0 = jp__os_now_ns();
+
+	jp_test_deadline_ms(&dl, 50);
+	CU_ASSERT_EQUAL(jp__futex_wait(&w, 0, &dl), ETIMEDOUT);
+	CU_ASSERT(jp__os_now_ns() - t0 >= 45u * 1000000u);
+	/* a deadline in the past expires at once */
+	dl.tv_sec -= 10;
+	CU_ASSERT_EQUAL(jp__futex_wait(&w, 0, &dl), ETIMEDOUT);
+	CU_ASSERT_EQUAL(jp__futex_wait(&w, 0, &bad), EINVAL);
+}
+
+static _Atomic uint32_t wake_word;
+
+static void *waker(void *arg)
+{
+	(void)arg;
+	usleep(20000);
+	atomic_store(&wake_word, 1);
+	jp__futex_wake(&wake_word, 1);
+	return NULL;
+}
+
+static void test_futex_wake(void)
+{
+	pthread_t t;
+	struct timespec dl;
+
+	/* valgrind's detectors do not treat atomics as synchronisation */
+	JP_BENIGN_RACE(&wake_word, sizeof wake_word, "futex word (atomic)");
+	atomic_store(&wake_word, 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, waker, NULL), 0);
+	jp_test_deadline_ms(&dl, 10000);
+	while (atomic_load(&wake_word) == 0)
+		CU_ASSERT_EQUAL(jp__futex_wait(&wake_word, 0, &dl), 0);
+	pthread_join(t, NULL);
+}
+
+static void test_map_unmap(void)
+{
+	size_t page = jp__os_page_size();
+	void *p = NULL;
+	char *c;
+
+	CU_ASSERT(page >= 4096 && (page & (page - 1)) == 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_map(&p, 4 * page), 0);
+	c = p;
+	CU_ASSERT_EQUAL(c[0], 0);
+	memset(c, 0xab, 4 * page);
+	/* decommit: the pages read as zero again */
+	CU_ASSERT_EQUAL(jp__os_decommit(c + page, page), 0);
+	CU_ASSERT_EQUAL(c[page], 0);
+	CU_ASSERT_EQUAL((unsigned char)c[0], 0xab);
+	CU_ASSERT_EQUAL(jp__os_remap(&p, 4 * page, 64 * page), 0);
+	c = p;
+	CU_ASSERT_EQUAL((unsigned char)c[4 * page - 1], 0xab);
+	c[64 * page - 1] = 1;
+	CU_ASSERT_EQUAL(jp__os_unmap(p, 64 * page), 0);
+	/* an impossible size is an errno value, not a crash */
+	CU_ASSERT_NOT_EQUAL(jp__os_map(&p, JP_TEST_BIG(62)), 0);
+	CU_ASSERT_PTR_NULL(p);
+}
+
+static void test_map_aligned(void)
+{
+	size_t aligns[] = { 4096, 65536, 2u << 20, 4u << 20 };
+
+	for (size_t i = 0; i < sizeof aligns / sizeof *aligns; i++) {
+		void *p = NULL;
+		CU_ASSERT_EQUAL_FATAL(jp__os_map_aligned(&p, 3 * aligns[i], aligns[i]), 0);
+		CU_ASSERT_EQUAL((uintptr_t)p & (aligns[i] - 1), 0);
+		memset(p, 1, 3 * aligns[i]);
+		CU_ASSERT_EQUAL(jp__os_unmap(p, 3 * aligns[i]), 0);
+	}
+	{
+		void *p = (void *)1;
+		CU_ASSERT_EQUAL(jp__os_map_aligned(&p, SIZE_MAX - 4095, 1u << 21), ENOMEM);
+		CU_ASSERT_PTR_NULL(p);
+	}
+}
+
+static void test_rss_and_cpus(void)
+{
+	size_t before = jp__os_rss(), after;
+	void *p;
+
+	CU_ASSERT(before > 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_map(&p, 32u << 20), 0);
+	memset(p, 1, 32u << 20);
+	after = jp__os_rss();
+	if (!jp_test_on_valgrind())
+		CU_ASSERT(after >= before + (30u << 20));
+	jp__os_unmap(p, 32u << 20);
+	CU_ASSERT_EQUAL(jp__os_cpu_count(), (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static void test_getenv(void)
+{
+	setenv("JP_OS_TEST_VAR", "value=with=equals", 1);
+	CU_ASSERT_STRING_EQUAL(jp__os_getenv("JP_OS_TEST_VAR"), "value=with=equals");
+	CU_ASSERT_PTR_NULL(jp__os_getenv("JP_OS_TEST"));
+	CU_ASSERT_PTR_NULL(jp__os_getenv("JP_OS_TEST_VAR_NOT_SET"));
+	unsetenv("JP_OS_TEST_VAR");
+	CU_ASSERT_PTR_NULL(jp__os_getenv("JP_OS_TEST_VAR"));
+}
+
+static void test_random_and_format(void)
+{
+	unsigned char a[32], b[32];
+	char buf[24];
+
+	jp__os_random(a, sizeof a);
+	jp__os_random(b, sizeof b);
+	CU_ASSERT(memcmp(a, b, sizeof a) != 0);
+	CU_ASSERT_STRING_EQUAL(jp__fmt_hex(buf, 0), "0x0");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_hex(buf, 0xdeadbeef), "0xdeadbeef");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_hex(buf, UINTPTR_MAX),
+			       UINTPTR_MAX > 0xffffffffu ? "0xffffffffffffffff" : "0xffffffff");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_u64(buf, 0), "0");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_u64(buf, UINT64_MAX), "18446744073709551615");
+	CU_ASSERT(jp__os_gettid() > 0);
+}
+
+static void die_child(void *arg)
+{
+	jp__die_ptr("invalid free", arg);
+}
+
+static void test_die_message(void)
+{
+	struct jp_child_result r;
+
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(die_child, (void *)0x1234, &r), 0);
+	CU_ASSERT_EQUAL(r.signaled, 1);
+	CU_ASSERT_EQUAL(r.sig, SIGABRT);
+	CU_ASSERT_STRING_EQUAL(r.err, "jpsync: invalid free of 0x1234\n");
+}
+
+/* Human units for the statistics' summary, and the string builder. */
+static void test_fmt_bytes_and_str_add(void)
+{
+	char buf[32], line[8];
+	size_t len = 0;
+
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 0), "0 B");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1023), "1023 B");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1024), "1.0 KiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1536), "1.5 KiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1048064), "1023.5 KiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, 1048575), "1.0 MiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, (uint64_t)13 << 30 | (uint64_t)1 << 29), "13.5 GiB");
+	CU_ASSERT_STRING_EQUAL(jp__fmt_bytes(buf, UINT64_MAX), "16.0 EiB");
+	jp__str_add(line, sizeof line, &len, "abc");
+	jp__str_add(line, sizeof line, &len, "defgh");	/* cut to fit */
+	CU_ASSERT_STRING_EQUAL(line, "abcdefg");
+	CU_ASSERT_EQUAL(len, 7);
+}
+
+static CU_TestInfo os_tests[] = {
+	{ "bytes in human units; the string builder", test_fmt_bytes_and_str_add },
+	{ "futex wait returns at once when the value differs", test_futex_value_mismatch_returns },
+	{ "futex wait honours its CLOCK_MONOTONIC deadline", test_futex_deadline },
+	{ "futex wake wakes a sleeper", test_futex_wake },
+	{ "map, decommit, remap, unmap", test_map_unmap },
+	{ "aligned mappings are aligned", test_map_aligned },
+	{ "RSS grows with touched pages; CPU count", test_rss_and_cpus },
+	{ "getenv without malloc", test_getenv },
+	{ "random bytes and number formatting", test_random_and_format },
+	{ "jp__die_ptr prints one line and aborts", test_die_message },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ "os", NULL, NULL, NULL, NULL, os_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return jp_test_run(suites);
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# check-layout-test.sh - tests/check-layout.sh fails where it should: on a
+# copy of lib/ it passes, then fails on each forbidden edit (base including
+# a part, one part including another, a climb with "../", a stray file in
+# lib/), and passes again once the edit is undone.
+set -u
+: "${top_srcdir:=.}"
+chk="$top_srcdir/tests/check-layout.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+cp -R "$top_srcdir/lib" "$tmp/lib"
+run() { sh "$chk" "$tmp" "" > "$tmp/out" 2>&1; }
+if ! run; then echo "FAIL: the copy of lib/ does not pass:"; cat "$tmp/out"; exit 1; fi
+echo "ok: a clean copy passes"
+try() { # description file line
+  cp "$tmp/lib/$2" "$tmp/saved"
+  printf '%s\n' "$3" >> "$tmp/lib/$2"
+  if run; then echo "FAIL: $1 passed the check"; fail=1
+  elif ! grep -q "^FAIL: lib/$2" "$tmp/out"; then
+    echo "FAIL: $1 failed without naming lib/$2:"; cat "$tmp/out"; fail=1
+  else echo "ok: $1 is refused: $(grep '^FAIL' "$tmp/out" | head -n1)"; fi
+  cp "$tmp/saved" "$tmp/lib/$2"
+}
+try "base including sync" base/os.c '#include "sync/sync.h"'
+try "alloc including queue" alloc/huge.c '#include "queue/queue_internal.h"'
+try "mem including a header of sync by its bare name" mem/pool.c '#include "sync.h"'
+try "a climb out of the folder" queue/spsc.c '#include "../base/os.h"'
+touch "$tmp/lib/stray.c"
+if run; then echo "FAIL: a file lying in lib/ passed the check"; fail=1
+else echo "ok: a file lying in lib/ is refused"; fi
+rm -f "$tmp/lib/stray.c"
+if ! run; then echo "FAIL: the copy does not pass once restored:"; cat "$tmp/out"; fail=1; fi
+exit $fail

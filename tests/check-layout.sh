@@ -1,0 +1,104 @@
+#!/bin/sh
+# check-layout.sh [TREE] - the library's folders and the way calls go
+# between them (README, "Layout").
+#
+# lib/ holds five folders and, beside them, only the version script, the
+# valgrind suppressions and the ABI files.  lib/base includes nothing
+# above it; lib/alloc, lib/sync, lib/queue and lib/mem include lib/base and
+# not each other, except through an edge named in EDGES below.  A header of
+# the same folder is included by its bare name ("sync.h"); one of another
+# folder by its folder ("base/os.h"); nothing climbs out with "../".
+# When the objects of a build tree are at hand (top_builddir), the same
+# rule is checked on calls: an object of one folder uses no jp__ function
+# defined in another, except base's and those of an edge.
+#
+# TREE (default $top_srcdir) is the source tree to check;
+# tests/check-layout-test.sh runs this on a copy with a forbidden include
+# and expects it to fail.
+set -u
+tree=${1:-${top_srcdir:-.}}
+objs=${2:-${top_builddir:-}}
+parts="base alloc sync queue mem"
+# Named edges, "from:to" (none today; a new one is documented here and in
+# the README's Layout section with the reason it exists).
+EDGES=""
+fail=0
+say() { echo "FAIL: $*"; fail=1; }
+
+allowed() { # from to
+  [ "$1" = "$2" ] && return 0
+  [ "$2" = base ] && [ "$1" != base ] && return 0
+  for e in $EDGES; do [ "$e" = "$1:$2" ] && return 0; done
+  return 1
+}
+
+# 1. What lies in lib/.
+for f in "$tree"/lib/*; do
+  b=${f##*/}
+  case " $parts " in *" $b "*) [ -d "$f" ] && continue ;; esac
+  case $b in
+    libjpsync.map|jpsync.supp|libjpsync.abi.supp|abi) continue ;;
+  esac
+  # Build output of an in-tree build (make in the source folder).
+  case $b in Makefile*|*.la|*.lo|*.o|.libs|.deps|.dirstamp|dummy.c) continue ;; esac
+  say "lib/$b: lib/ holds the folders $parts, the version script, suppressions and abi/ only"
+done
+
+# 2. Includes.
+for p in $parts; do
+  [ -d "$tree/lib/$p" ] || { say "lib/$p is missing"; continue; }
+  for f in "$tree"/lib/$p/*.c "$tree"/lib/$p/*.h; do
+    [ -e "$f" ] || continue
+    rel=lib/$p/${f##*/}
+    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
+      sed 's/^\([0-9]*\):.*include[[:space:]]*"\([^"]*\)".*/\1 \2/' > "${TMPDIR:-/tmp}/layout.$$"
+    while read -r line inc; do
+      case $inc in
+        */*/*|../*|*/../*) say "$rel:$line: #include \"$inc\": name a folder's header as \"folder/file.h\"" ;;
+        */*)
+          q=${inc%%/*}
+          case " $parts " in
+            *" $q "*)
+              if [ "$q" = "$p" ]; then
+                say "$rel:$line: #include \"$inc\": a header of the same folder is included by its bare name"
+              elif ! allowed "$p" "$q"; then
+                say "$rel:$line: #include \"$inc\": lib/$p may not include lib/$q (base includes nothing above it; the parts include base and named edges only)"
+              elif [ ! -e "$tree/lib/$inc" ]; then
+                say "$rel:$line: #include \"$inc\": no such header"
+              fi ;;
+            *) say "$rel:$line: #include \"$inc\": not a folder of lib/" ;;
+          esac ;;
+        config.h) ;;
+        *) [ -e "$tree/lib/$p/$inc" ] ||
+             say "$rel:$line: #include \"$inc\": not in lib/$p (another folder's header is \"folder/$inc\")" ;;
+      esac
+    done < "${TMPDIR:-/tmp}/layout.$$"
+    rm -f "${TMPDIR:-/tmp}/layout.$$"
+  done
+done
+
+# 3. Calls, from the objects of a build tree (skipped without one, or
+# without nm: the include rule above still ran).
+if [ -n "$objs" ] && command -v nm >/dev/null 2>&1 &&
+   ls "$objs"/lib/base/.libs/*.o >/dev/null 2>&1; then
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  for p in $parts; do
+    for o in "$objs"/lib/$p/.libs/*.o; do
+      [ -e "$o" ] || continue
+      nm "$o" | awk -v p="$p" '$2 ~ /^[TDBR]$/ && $3 ~ /^jp__/ {print $3, p}' >> "$tmp/def"
+      nm -u "$o" | awk -v p="$p" -v o="${o##*/}" '$2 ~ /^jp__/ {print $2, p, o}' >> "$tmp/use"
+    done
+  done
+  sort -u -o "$tmp/def" "$tmp/def"
+  while read -r sym p o; do
+    q=$(awk -v s="$sym" '$1 == s {print $2; exit}' "$tmp/def")
+    [ -n "$q" ] || continue
+    allowed "$p" "$q" || say "lib/$p/$o calls $sym of lib/$q"
+  done < "$tmp/use"
+  echo "ok: calls checked on the objects of $objs"
+else
+  echo "note: no objects under ${objs:-(none)}/lib/base/.libs: calls not checked"
+fi
+
+[ $fail -eq 0 ] && echo "ok: lib/ holds $parts, and each includes only what the layout allows"
+exit $fail
