@@ -20,6 +20,7 @@
  */
 #include "alloc_internal.h"
 #include "base/options.h"
+#include "base/thread_exit.h"
 
 #include <errno.h>
 #include <string.h>
@@ -47,10 +48,6 @@ struct jp_heap *jp__heaps;		/* live heaps (heap lock) */
 static struct jp_heap *free_heaps;	/* heaps of exited threads */
 static char *heap_chunk;		/* carving heaps from here */
 static size_t heap_chunk_left;
-
-static pthread_key_t heap_key;
-static _Atomic int key_state;		/* 0 none, 1 creating, 2 ready */
-static _Atomic uintptr_t key_creator;
 
 static void heap_destroy(void *arg);
 
@@ -110,35 +107,10 @@ static uint32_t refill_want(const struct jp_bin *b)
 
 /* ---- heaps ------------------------------------------------------------ */
 
-static void key_init(void)
-{
-	int z = 0;
-
-	if (atomic_compare_exchange_strong(&key_state, &z, 1)) {
-		/* relaxed: read only by this same thread (re-entry). */
-		atomic_store_explicit(&key_creator, (uintptr_t)pthread_self(),
-				      memory_order_relaxed);
-		/* pthread_key_create and pthread_atfork may allocate: by
-		 * now the allocator is ready for it. */
-		if (pthread_key_create(&heap_key, heap_destroy) != 0) {
-			atomic_store(&key_state, 3);
-			return;
-		}
-		atomic_store(&key_state, 2);
-		return;
-	}
-	/* Another thread is creating the key: wait, so that our heap gets
-	 * its destructor.  The creating thread itself gets here when the
-	 * calls above allocate; it must not wait for itself. */
-	while (atomic_load(&key_state) == 1 &&
-	       atomic_load_explicit(&key_creator, memory_order_relaxed) !=
-	       (uintptr_t)pthread_self())
-		jp_cpu_relax();
-}
-
 void jp__tcache_init_late(void)
 {
-	key_init();
+	/* pthread_key_create may allocate: by now the allocator is ready. */
+	jp__thread_exit_init();
 }
 
 struct jp_heap *jp__heap_get(void)
@@ -189,12 +161,9 @@ struct jp_heap *jp__heap_get(void)
 		jp__heaps->prev = h;
 	jp__heaps = h;
 	jp__unlock(&jp__heap_lock);
-	/* Set before pthread_setspecific, which may allocate. */
+	/* Set before arming, which may allocate (pthread_setspecific). */
 	jp__tls_heap = h;
-	if (atomic_load(&key_state) != 2)
-		key_init();
-	if (atomic_load(&key_state) == 2)
-		pthread_setspecific(heap_key, h);
+	jp__thread_exit_arm(JP__EXIT_HEAP, heap_destroy, h);
 	return h;
 }
 

@@ -3,13 +3,13 @@
  * thread exits.  See perthread.h for the protocol.
  */
 #include "perthread.h"
+#include "thread_exit.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 __thread struct jp__pt_tls jp__pt_tls __attribute__((tls_model("initial-exec")));
 
-static pthread_key_t pt_key;
 static _Atomic uint64_t pt_next_id = 1;
 
 static void hub_unref(struct jp__pt_hub *h)
@@ -30,7 +30,8 @@ static void hub_unlink(struct jp__pt_hub *h, struct jp__pt_rec *r)
 		r->onext->oprev = r->oprev;
 }
 
-/* The pthread key destructor: give every record of this thread back. */
+/* The thread-exit hook (thread_exit.h): give every record of this
+ * thread back. */
 static void pt_thread_exit(void *arg)
 {
 	struct jp__pt_rec *r = jp__pt_tls.list;
@@ -39,7 +40,7 @@ static void pt_thread_exit(void *arg)
 	jp__pt_tls.list = NULL;
 	jp__pt_tls.id = 0;
 	jp__pt_tls.rec = NULL;
-	jp__pt_tls.key_set = false;
+	jp__pt_tls.armed = false;
 	while (r != NULL) {
 		struct jp__pt_rec *next = r->tnext;
 		struct jp__pt_hub *h = r->hub;
@@ -54,13 +55,6 @@ static void pt_thread_exit(void *arg)
 		free(r);
 		r = next;
 	}
-}
-
-/* At load time: see arena.c. */
-__attribute__((constructor)) static void pt_key_create(void)
-{
-	if (pthread_key_create(&pt_key, pt_thread_exit) != 0)
-		jp__die("pthread_key_create failed for the per-thread records");
 }
 
 struct jp__pt_hub *jp__pt_hub_new(void *owner, size_t rec_size,
@@ -142,11 +136,10 @@ struct jp__pt_rec *jp__pt_get_slow(struct jp__pt_hub *h)
 			return r;
 		}
 	}
-	if (!jp__pt_tls.key_set) {
-		/* Any non-NULL value makes the destructor run at thread exit. */
-		if (pthread_setspecific(pt_key, &jp__pt_tls) != 0)
+	if (!jp__pt_tls.armed) {
+		if (jp__thread_exit_arm(JP__EXIT_PERTHREAD, pt_thread_exit, &jp__pt_tls) != 0)
 			return NULL;
-		jp__pt_tls.key_set = true;
+		jp__pt_tls.armed = true;
 	}
 	sweep();
 	if (posix_memalign(&m, JP_CACHELINE, h->rec_size) != 0)

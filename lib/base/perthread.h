@@ -9,7 +9,7 @@
  *
  *   - the owner's destroy marks the hub dead under its lock and drops the
  *     owner's reference; it never touches another thread's list;
- *   - a thread exiting (pthread key destructor) takes each record's hub
+ *   - a thread exiting (its thread_exit.h hook) takes each record's hub
  *     lock: if the hub is alive it calls the owner's thread_exit callback
  *     (the owner cannot be destroyed meanwhile: destroy needs the lock) and
  *     unlinks the record; then it drops the record's reference.
@@ -59,7 +59,7 @@ struct jp__pt_tls {
 	uint64_t id;			/* of the last record used, 0: none */
 	struct jp__pt_rec *rec;
 	struct jp__pt_rec *list;	/* every record of this thread */
-	bool key_set;
+	bool armed;			/* its thread-exit hook is armed */
 };
 extern __thread struct jp__pt_tls jp__pt_tls __attribute__((tls_model("initial-exec")));
 

@@ -11,6 +11,7 @@
  */
 #include "base/jp_internal.h"
 #include "base/os.h"
+#include "base/thread_exit.h"
 
 #include <jpsync/pool.h>
 
@@ -87,21 +88,11 @@ JP_EXPORT void jp_arena_destroy(jp_arena_t *a)
 /* ---- one arena per thread ------------------------------------------------ */
 
 static __thread jp_arena_t *local_arena __attribute__((tls_model("initial-exec")));
-static pthread_key_t local_key;
 
 static void local_exit(void *a)
 {
 	local_arena = NULL;
 	jp_arena_destroy(a);
-}
-
-/* At load time, before any thread can race for it (and so that the
- * valgrind tools, which do not understand pthread_once's fast path, see the
- * key written before every thread that reads it was created). */
-__attribute__((constructor)) static void local_key_create(void)
-{
-	if (pthread_key_create(&local_key, local_exit) != 0)
-		jp__die("pthread_key_create failed for jp_arena_local");
 }
 
 JP_EXPORT jp_arena_t *jp_arena_local(void)
@@ -113,7 +104,7 @@ JP_EXPORT jp_arena_t *jp_arena_local(void)
 	a = jp_arena_create(JP_ARENA_LOCAL_BYTES);
 	if (a == NULL)
 		return NULL;
-	if (pthread_setspecific(local_key, a) != 0) {
+	if (jp__thread_exit_arm(JP__EXIT_ARENA, local_exit, a) != 0) {
 		jp_arena_destroy(a);
 		errno = ENOMEM;
 		return NULL;

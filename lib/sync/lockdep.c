@@ -30,6 +30,7 @@
  */
 #include "sync.h"
 #include "base/os.h"
+#include "base/thread_exit.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -69,8 +70,7 @@ static struct ld_edge *ld_edges;
 static unsigned ld_nedges;
 static int ld_full_warned;
 
-static pthread_key_t ld_key;
-static int ld_key_state;		/* 0: not made; 1: made; -1: failed */
+static bool ld_started;		/* the fork handlers are installed */
 static size_t ld_page;			/* the size of a per-thread map */
 static __thread struct ld_thread *ld_self __attribute__((tls_model("initial-exec")));
 
@@ -217,22 +217,22 @@ static struct ld_thread *ld_thread_get(void)
 {
 	struct ld_thread *t = ld_self;
 	void *p;
-	bool key_ok, first;
+	bool first;
 	size_t page;
 
 	if (jp_likely(t != NULL))
 		return t;
 	/*
-	 * The key is made under ld_lock rather than pthread_once: helgrind
-	 * and drd do not see pthread_once's futex as synchronisation.
+	 * The first thread installs the fork handlers, under ld_lock rather
+	 * than pthread_once: helgrind and drd do not see pthread_once's futex
+	 * as synchronisation.
 	 */
 	jp__mutex_lock_internal(&ld_lock);
-	first = ld_key_state == 0;
+	first = !ld_started;
 	if (first) {
-		ld_key_state = pthread_key_create(&ld_key, ld_thread_exit) == 0 ? 1 : -1;
+		ld_started = true;
 		ld_page = jp__os_page_size();
 	}
-	key_ok = ld_key_state > 0;
 	page = ld_page;
 	jp__mutex_unlock_internal(&ld_lock);
 	_Static_assert(sizeof(struct ld_thread) <= 4096, "one page per thread");
@@ -243,13 +243,12 @@ static struct ld_thread *ld_thread_get(void)
 	t->tid = jp__os_gettid();
 	ld_self = t;
 	/*
-	 * The key destructor reports what the thread still holds at exit.
-	 * pthread_setspecific and pthread_atfork may allocate: called with
-	 * ld_self set and ld_lock free, so an allocator that takes a jp_mutex
-	 * comes back here and finds its thread state.
+	 * The thread-exit hook reports what the thread still holds at exit.
+	 * Arming it (pthread_setspecific) and pthread_atfork may allocate:
+	 * called with ld_self set and ld_lock free, so an allocator that takes
+	 * a jp_mutex comes back here and finds its thread state.
 	 */
-	if (key_ok)
-		pthread_setspecific(ld_key, t);
+	jp__thread_exit_arm(JP__EXIT_LOCKDEP, ld_thread_exit, t);
 	if (first)
 		pthread_atfork(ld_fork_prepare, ld_fork_release, ld_fork_release);
 	return t;
