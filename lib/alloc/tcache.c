@@ -22,6 +22,7 @@
 #include "base/options.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 static _Atomic unsigned live_heaps;	/* written under the heap lock */
@@ -130,10 +131,16 @@ static void key_init(void)
 	/* Another thread is creating the key: wait, so that our heap gets
 	 * its destructor.  The creating thread itself gets here when the
 	 * calls above allocate; it must not wait for itself. */
-	while (atomic_load(&key_state) == 1 &&
-	       atomic_load_explicit(&key_creator, memory_order_relaxed) !=
-	       (uintptr_t)pthread_self())
-		jp_cpu_relax();
+	/* Spin a little, then yield: the creator may share our CPU, or
+	 * (under valgrind) need the one thread that runs at a time. */
+	for (unsigned spins = 0; atomic_load(&key_state) == 1 &&
+	     atomic_load_explicit(&key_creator, memory_order_relaxed) !=
+	     (uintptr_t)pthread_self(); spins++) {
+		if (spins < 64)
+			jp_cpu_relax();
+		else
+			sched_yield();
+	}
 }
 
 void jp__tcache_init_late(void)
