@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 struct exit_tls {
@@ -47,11 +48,17 @@ void jp__thread_exit_init(void)
 		return;
 	}
 	/* Another thread is making the key: wait, so that this thread's
-	 * hooks run; the maker itself passes (it is inside its own call). */
-	while (atomic_load(&key_state) == 1 &&
-	       atomic_load_explicit(&key_maker, memory_order_relaxed) !=
-	       (uintptr_t)pthread_self())
-		jp_cpu_relax();
+	 * hooks run; the maker itself passes (it is inside its own call).
+	 * Spin a little, then yield: the maker may share our CPU, or (under
+	 * valgrind) need the one thread that runs at a time. */
+	for (unsigned spins = 0; atomic_load(&key_state) == 1 &&
+	     atomic_load_explicit(&key_maker, memory_order_relaxed) !=
+	     (uintptr_t)pthread_self(); spins++) {
+		if (spins < 64)
+			jp_cpu_relax();
+		else
+			sched_yield();
+	}
 }
 
 /* At load time: see the top of thread_exit.h. */

@@ -331,21 +331,34 @@ static inline bool plain_mode(void)
 	return jp_likely(atomic_load_explicit(&jp__sync_mode, memory_order_relaxed) == JP_SYNC_PLAIN);
 }
 
-static inline __attribute__((always_inline)) void lock_at(jp_mutex_t *m, void *pc)
-{
-	if (!plain_mode())
-		lock_checked(m, pc, NULL, 0);
-	else if (!try_acquire(jp__mutex_word(m)))
-		lock_slow(jp__mutex_word(m), NULL);
-}
+/*
+ * The fast paths, written plain branch first, each ending in its own
+ * return: in that shape GCC reads the caller's pc (PC, a macro so that
+ * __builtin_return_address is evaluated in the public function's frame)
+ * only on the checked branch.  Written "if (!plain) checked(pc); else ...",
+ * it hoisted the load of the return address above the branch, one
+ * instruction on every uncontended lock and unlock (callgrind: 26 -> 24
+ * per pair in a loop that does nothing else).
+ */
+#define LOCK_AT(m, PC)							\
+	do {								\
+		if (plain_mode()) {					\
+			if (jp_likely(try_acquire(jp__mutex_word(m))))	\
+				return;					\
+			lock_slow(jp__mutex_word(m), NULL);		\
+			return;						\
+		}							\
+		lock_checked(m, (PC), NULL, 0);				\
+	} while (0)
 
-static inline __attribute__((always_inline)) void unlock_at(jp_mutex_t *m, void *pc)
-{
-	if (!plain_mode())
-		unlock_checked(m, pc);
-	else
-		unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m);
-}
+#define UNLOCK_AT(m, PC)						\
+	do {								\
+		if (plain_mode()) {					\
+			unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m); \
+			return;						\
+		}							\
+		unlock_checked(m, (PC));				\
+	} while (0)
 
 JP_EXPORT void jp_mutex_init(jp_mutex_t *m)
 {
@@ -371,12 +384,12 @@ JP_EXPORT void jp_mutex_destroy(jp_mutex_t *m)
 
 JP_EXPORT void jp_mutex_lock(jp_mutex_t *m)
 {
-	lock_at(m, __builtin_return_address(0));
+	LOCK_AT(m, __builtin_return_address(0));
 }
 
 JP_EXPORT void jp_mutex_unlock(jp_mutex_t *m)
 {
-	unlock_at(m, __builtin_return_address(0));
+	UNLOCK_AT(m, __builtin_return_address(0));
 }
 
 static JP_NOINLINE int trylock_checked(jp_mutex_t *m, void *pc)
@@ -418,12 +431,12 @@ JP_EXPORT int jp_mutex_timedlock(jp_mutex_t *m, const struct timespec *deadline)
 
 void jp__mutex_lock_at(jp_mutex_t *m, void *pc)
 {
-	lock_at(m, pc);
+	LOCK_AT(m, pc);
 }
 
 void jp__mutex_unlock_at(jp_mutex_t *m, void *pc)
 {
-	unlock_at(m, pc);
+	UNLOCK_AT(m, pc);
 }
 
 void jp__mutex_lock_internal(jp_mutex_t *m)

@@ -8,6 +8,18 @@
 # library's sources, so the check does not depend on how this tree was
 # configured: plain (valgrind client requests compiled in) for valgrind,
 # -fsanitize=thread for TSan.  Exit 77 when no detector is available.
+#
+# No run can run away.  Valgrind runs one thread at a time; with its
+# default pipe lock a thread that spins on an atomic can take the lock back
+# at every time slice and starve the thread it waits for (drd on "rp epoch
+# 200" once spent 6 minutes so in a loaded make distcheck).  So valgrind
+# runs with --fair-sched=try (a ticket lock: the threads take turns; "try"
+# falls back to the pipe where the kernel lacks what it needs; override
+# with JP_RACE_FAIR_SCHED=no|yes|try), the programs yield or park
+# where they wait, and every run is bounded by timeout(1) (each
+# JP_RACE_TIMEOUT seconds, default 60, where a normal run takes 0.5-3
+# s): one that runs past it fails, naming the program and the tool.
+# Each "ok" line gives the run's seconds.
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: runs the detectors itself"; exit 77; fi
@@ -20,6 +32,30 @@ for f in sync/mutex.c sync/cond.c sync/wait.c base/park.c sync/lockdep.c base/os
          sync/rwlock.c sync/sem.c sync/barrier.c; do srcs="$srcs $top_srcdir/lib/$f"; done
 inc="-I$top_builddir -I$top_srcdir/include -I$top_builddir/include -I$top_srcdir/lib"
 fail=0 ran=0
+bound=${JP_RACE_TIMEOUT:-60}
+vg="valgrind -q --fair-sched=${JP_RACE_FAIR_SCHED:-try}"
+if command -v timeout >/dev/null 2>&1; then
+  bounded="timeout -k 5 $bound"
+else
+  bounded=""; echo "note: timeout(1) not found, the runs are not bounded"
+fi
+now_ms() { s=$(date +%s%N); echo $((s / 1000000)); }
+
+# run WHAT LOG COMMAND... : run COMMAND, its output to LOG, within $bound
+# seconds; rc is its exit status and secs its wall time.  Returns 1 (and
+# fails the check, loudly) when the bound killed it.
+run() {
+  what=$1 log=$2; shift 2
+  t0=$(now_ms)
+  # shellcheck disable=SC2086
+  $bounded "$@" > "$log" 2>&1; rc=$?
+  t1=$(now_ms); ms=$((t1 - t0)); secs=$((ms / 1000)).$((ms % 1000 / 100))
+  if [ -n "$bounded" ] && { [ $rc -eq 124 ] || [ $rc -eq 137 ]; }; then
+    echo "FAIL: TIMEOUT: $what ran past ${bound} s and was killed (a thread starved?)"
+    tail -n 20 "$log"; fail=1; return 1
+  fi
+  return 0
+}
 
 build() { # name extra-flags...
   name=$1; shift
@@ -33,13 +69,13 @@ expect() { # racy|clean tool log rc pattern
   want=$1 tool=$2 log=$3 rc=$4 pat=$5
   if [ "$want" = racy ]; then
     if [ "$rc" -ne 0 ] && grep -q "$pat" "$log"; then
-      echo "ok: $tool reports the racy $p"
+      echo "ok: $tool reports the racy $p ($secs s)"
     else
       echo "FAIL: $tool did not report the racy $p (exit $rc)"; tail -n 20 "$log"; fail=1
     fi
   else
     if [ "$rc" -eq 0 ] && ! grep -q "$pat" "$log"; then
-      echo "ok: $tool is silent on the correct $p"
+      echo "ok: $tool is silent on the correct $p ($secs s)"
     else
       echo "FAIL: $tool reports the correct $p (exit $rc)"; tail -n 40 "$log"; fail=1
     fi
@@ -65,10 +101,12 @@ for p in race-counter race-rwlock; do
     # -gdwarf-4: valgrind 3.19 cannot read the DWARF 5 that clang writes by default.
     if build $p-racy-vg -gdwarf-4 && build $p-locked-vg -gdwarf-4 -DLOCKED; then
       for tool in helgrind drd; do
-        valgrind -q --tool=$tool --error-exitcode=3 "$tmp/$p-racy-vg" > "$tmp/$p.r.$tool" 2>&1; rc=$?
-        expect racy $tool "$tmp/$p.r.$tool" $rc 'data race\|Conflicting'
-        valgrind -q --tool=$tool --error-exitcode=3 "$tmp/$p-locked-vg" > "$tmp/$p.l.$tool" 2>&1; rc=$?
-        expect clean $tool "$tmp/$p.l.$tool" $rc 'data race\|Conflicting'
+        # shellcheck disable=SC2086
+        run "$tool on the racy $p" "$tmp/$p.r.$tool" $vg --tool=$tool --error-exitcode=3 \
+            "$tmp/$p-racy-vg" && expect racy $tool "$tmp/$p.r.$tool" $rc 'data race\|Conflicting'
+        # shellcheck disable=SC2086
+        run "$tool on the correct $p" "$tmp/$p.l.$tool" $vg --tool=$tool --error-exitcode=3 \
+            "$tmp/$p-locked-vg" && expect clean $tool "$tmp/$p.l.$tool" $rc 'data race\|Conflicting'
         ran=1
       done
     fi
@@ -78,10 +116,12 @@ for p in race-counter race-rwlock; do
   echo 'int main(void) { return 0; }' > "$tmp/t.c"
   if $CC -fsanitize=thread -o "$tmp/t" "$tmp/t.c" 2>/dev/null && "$tmp/t" 2>/dev/null; then
     if build $p-racy-tsan -fsanitize=thread && build $p-locked-tsan -fsanitize=thread -DLOCKED; then
-      TSAN_OPTIONS="exitcode=66 halt_on_error=0" "$tmp/$p-racy-tsan" > "$tmp/$p.r.tsan" 2>&1; rc=$?
-      expect racy ThreadSanitizer "$tmp/$p.r.tsan" $rc 'ThreadSanitizer: data race'
-      TSAN_OPTIONS="exitcode=66" "$tmp/$p-locked-tsan" > "$tmp/$p.l.tsan" 2>&1; rc=$?
-      expect clean ThreadSanitizer "$tmp/$p.l.tsan" $rc 'WARNING: ThreadSanitizer'
+      run "ThreadSanitizer on the racy $p" "$tmp/$p.r.tsan" \
+          env TSAN_OPTIONS="exitcode=66 halt_on_error=0" "$tmp/$p-racy-tsan" &&
+        expect racy ThreadSanitizer "$tmp/$p.r.tsan" $rc 'ThreadSanitizer: data race'
+      run "ThreadSanitizer on the correct $p" "$tmp/$p.l.tsan" \
+          env TSAN_OPTIONS="exitcode=66" "$tmp/$p-locked-tsan" &&
+        expect clean ThreadSanitizer "$tmp/$p.l.tsan" $rc 'WARNING: ThreadSanitizer'
       ran=1
     fi
     # The same program linked to the library as built (not instrumented
@@ -93,8 +133,9 @@ for p in race-counter race-rwlock; do
         if $CC -std=gnu11 -O1 -g -pthread -fsanitize=thread $d -I$top_srcdir/include \
              -I$top_builddir/include -o "$tmp/$p-$v-lib" "$prog" -L"$top_builddir/lib/.libs" \
              -ljpsync 2> "$tmp/$p-$v-lib.cc"; then
-          LD_LIBRARY_PATH=$top_builddir/lib/.libs TSAN_OPTIONS="exitcode=66 halt_on_error=0" \
-            "$tmp/$p-$v-lib" > "$tmp/$p.$v.lib" 2>&1; rc=$?
+          run "ThreadSanitizer on the $v $p (with the library as built)" "$tmp/$p.$v.lib" \
+              env LD_LIBRARY_PATH="$top_builddir/lib/.libs" TSAN_OPTIONS="exitcode=66 halt_on_error=0" \
+              "$tmp/$p-$v-lib" || continue
           if [ $v = racy ]; then
             expect racy "ThreadSanitizer (with the library as built)" "$tmp/$p.$v.lib" $rc 'ThreadSanitizer: data race'
           else
@@ -125,16 +166,17 @@ rpinc="-I$top_srcdir/include -I$top_builddir/include -I$top_srcdir/tests"
 run_programs() { # tool prog-binary run-prefix...
   tool=$1 bin=$2; shift 2
   for p in $correct $racy; do
-    LD_LIBRARY_PATH=$libdir "$@" "$bin" "$p" 200 > "$tmp/p.$tool.$p" 2>&1; rc=$?
+    run "$tool on race-programs $p (rp $p 200)" "$tmp/p.$tool.$p" \
+        env LD_LIBRARY_PATH="$libdir" "$@" "$bin" "$p" 200 || continue
     case " $racy " in *" $p "*) want=racy ;; *) want=clean ;; esac
     if [ "$want" = racy ]; then
       if [ "$rc" -ne 0 ] && grep -q "$pat" "$tmp/p.$tool.$p"; then
-        echo "ok: $tool reports $p"
+        echo "ok: $tool reports $p ($secs s)"
       else
         echo "FAIL: $tool did not report $p (exit $rc)"; tail -n 20 "$tmp/p.$tool.$p"; fail=1
       fi
     elif [ "$rc" -eq 0 ] && ! grep -q "$pat" "$tmp/p.$tool.$p"; then
-      echo "ok: $tool is silent on $p"
+      echo "ok: $tool is silent on $p ($secs s)"
     else
       echo "FAIL: $tool reports the correct program $p (exit $rc)"; tail -n 60 "$tmp/p.$tool.$p"; fail=1
     fi
@@ -148,7 +190,7 @@ case "${SANITIZERS:-no}" in
       if $CC -std=gnu11 -O1 -g -pthread -fsanitize=thread $rpinc -o "$tmp/rp-tsan" "$rp" \
            -L"$libdir" -ljpsync 2> "$tmp/rp-tsan.cc"; then
         pat='WARNING: ThreadSanitizer'
-        TSAN_OPTIONS="exitcode=66 halt_on_error=0" run_programs ThreadSanitizer "$tmp/rp-tsan" env
+        run_programs ThreadSanitizer "$tmp/rp-tsan" env TSAN_OPTIONS="exitcode=66 halt_on_error=0"
         ran=1
       else
         echo "FAIL: cannot build race-programs with -fsanitize=thread:"; cat "$tmp/rp-tsan.cc"; fail=1
@@ -162,7 +204,8 @@ if [ "$san" = no ] && command -v valgrind >/dev/null 2>&1 &&
        2> "$tmp/rp.cc"; then
     pat='Possible data race\|Conflicting'
     for tool in helgrind drd; do
-      run_programs $tool "$tmp/rp" valgrind -q --tool=$tool --error-exitcode=3
+      # shellcheck disable=SC2086
+      run_programs $tool "$tmp/rp" $vg --tool=$tool --error-exitcode=3
     done
     ran=1
   else
