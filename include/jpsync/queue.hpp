@@ -6,11 +6,12 @@
 //   jpsync::mpsc_queue<T>         duration or a time point), pop returning
 //   jpsync::mpmc_queue<T>         std::optional<T>, close
 //
-// Queues carry T in place in the C queue's slots when T is trivially
-// copyable (a byte copy is then a copy); any other T is moved into an
-// object allocated with jp_alloc, and the slots carry its address (a byte
-// copy of a std::string, which may point into itself, would be undefined).
-// detail::basic_queue says which T is built in the slot itself.
+// How a T travels (detail::basic_queue): a trivially copyable T as its
+// bytes (a byte copy is then a copy); a T whose move cannot throw, aligned
+// to at most 8 and at most 64 bytes, built in the C queue's slot itself
+// and moved out by the pop; any other T moved into an object allocated
+// with jp_alloc, the slot carrying its address (a byte copy of a
+// std::string, which may point into itself, would be undefined).
 //
 // Errors and timeouts as every libjpsync C++ header: see
 // <jpsync/cxx_common.hpp>.  Link with -ljpsync; see jpsync-cxx(7).
