@@ -1,8 +1,10 @@
 #!/bin/sh
 # Every public header compiles on its own, as C11 and as C++ (C++17 and
 # C++20), with -pedantic -Wall -Wextra -Werror: a C++ program includes the
-# C headers directly (and <jpsync.hpp> does, which is checked as C++).  Each header is compiled alone
-# and after all the others, so that none relies on another's includes.
+# C headers directly (and the C++ headers do).  The C++ headers,
+# <jpsync.hpp> and each <jpsync/*.hpp> (which a program may include
+# alone), are checked as C++17 and C++20 only.  Each header is compiled
+# alone and after all the others, so that none relies on another's includes.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}" "${CXX:=c++}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi
@@ -36,19 +38,25 @@ for h in $headers; do
   fi
   n=$((n + 1))
 done
-# <jpsync.hpp>, C++ only, alone.
+# The C++ headers, C++ only, each alone.
+hpp="jpsync.hpp"
+for h in "$top_srcdir"/include/jpsync/*.hpp; do
+  [ -f "$h" ] && hpp="$hpp jpsync/$(basename "$h")"
+done
 if [ $have_cxx = yes ]; then
-  printf '#include <jpsync.hpp>\n#include <jpsync.hpp>\nint jp_header_check;\n' > "$tmp/hpp.cc"
-  for std in c++17 c++20; do
-    # shellcheck disable=SC2086
-    if ! $CXX -std=$std -pedantic -Wall -Wextra -Werror $inc -c -o "$tmp/o.o" "$tmp/hpp.cc" 2> "$tmp/err"; then
-      echo "FAIL: <jpsync.hpp> as $std -pedantic:"; cat "$tmp/err"; fail=1
-    fi
+  for h in $hpp; do
+    printf '#include <%s>\n#include <%s>\nint jp_header_check_%s;\n' "$h" "$h" "$n" > "$tmp/hpp.cc"
+    for std in c++17 c++20; do
+      # shellcheck disable=SC2086
+      if ! $CXX -std=$std -pedantic -Wall -Wextra -Werror $inc -c -o "$tmp/o.o" "$tmp/hpp.cc" 2> "$tmp/err"; then
+        echo "FAIL: <$h> as $std -pedantic:"; cat "$tmp/err"; fail=1
+      fi
+    done
+    n=$((n + 1))
   done
-  n=$((n + 1))
 fi
-# All at once, in reverse order.
-for h in $headers; do echo "#include <$h>"; done | sort -r > "$tmp/all.cc"
+# All at once, in reverse order (the C++ headers too).
+for h in $headers $hpp; do echo "#include <$h>"; done | sort -r > "$tmp/all.cc"
 echo 'int main() { return 0; }' >> "$tmp/all.cc"
 if [ $have_cxx = yes ]; then
   # shellcheck disable=SC2086
@@ -57,5 +65,5 @@ if [ $have_cxx = yes ]; then
 else
   echo "note: no working C++ compiler ($CXX): the C++ part is skipped"
 fi
-[ $fail -eq 0 ] && echo "ok: $n public headers compile alone as C11 and C++17/C++20 with -pedantic"
+[ $fail -eq 0 ] && echo "ok: $n public headers compile alone with -pedantic (C headers as C11 and C++17/C++20, C++ headers as C++17/C++20)"
 exit $fail

@@ -112,7 +112,8 @@ contains libjpsync-dev "^$ma/libjpsync\.so$"
 contains libjpsync-dev "^$ma/libjpsync\.a$"
 contains libjpsync-dev "^$ma/pkgconfig/jpsync\.pc$"
 contains libjpsync-dev '^/usr/include/jpsync\.h$'
-for h in include/jpsync/*.h include/jpsync/version.h; do
+contains libjpsync-dev '^/usr/include/jpsync\.hpp$'
+for h in include/jpsync/*.h include/jpsync/*.hpp include/jpsync/version.h; do
   contains libjpsync-dev "^/usr/$h$"
 done
 contains jpsync '^/usr/bin/jpsync-run$'
@@ -238,7 +239,8 @@ done
 rpm_has jpsync-devel "^$libdir/libjpsync\.so$"
 rpm_has jpsync-devel "^$libdir/pkgconfig/jpsync\.pc$"
 rpm_has jpsync-devel "^$includedir/jpsync\.h$"
-for h in include/jpsync/*.h include/jpsync/version.h; do
+rpm_has jpsync-devel "^$includedir/jpsync\.hpp$"
+for h in include/jpsync/*.h include/jpsync/*.hpp include/jpsync/version.h; do
   rpm_has jpsync-devel "^$includedir/jpsync/$(basename "$h")$"
 done
 for page in man/man*/*.[0-9] man/man*/*.[0-9].in; do

@@ -266,10 +266,10 @@ void test_queues_of_strings()
 	queue_of_strings<jpsync::mpmc_queue<std::string>>();
 }
 
-// The three ways an element travels (jpsync.hpp's basic_queue): built in
-// the slot (nothrow move, alignment up to 8), through a pointer (a move
-// that may throw, an alignment above 8), and a copy that throws before any
-// slot is held.
+// The three ways an element travels (detail::basic_queue in
+// <jpsync/queue.hpp>): built in the slot (nothrow move, alignment up to
+// 8), through a pointer (a move that may throw, an alignment above 8), and
+// a copy that throws before any slot is held.
 struct move_may_throw {
 	std::string s;
 	explicit move_may_throw(std::string v) : s(std::move(v)) {}
