@@ -55,10 +55,11 @@ void jp__alloc_init_slow(void)
 #ifndef JP_TSAN
 		jp__ag.tsan = jp__tsan_on();
 #endif
-		/* TSan does not see an uninstrumented library's atomics either:
-		 * without this, a heap handed from an exited thread to a new
-		 * one (tcache.c) looks like a race on the heap. */
-		jp__lock_annotate = JP_ON_VALGRIND() || jp__ag.tsan;
+		/* The locks announce happens-before to a detector that does
+		 * not see the atomics: without it, a heap handed from an exited
+		 * thread to a new one (tcache.c) looks like a race on the heap.
+		 * (Here too: malloc may run before the constructors.) */
+		jp__lock_setup();
 		jp__ag.nocache = jp__ag.vg || jp__ag.check || jp__ag.tsan;
 		jp__ag.cache_n = o->cache_n;
 		jp__ag.cache_bytes = o->cache_bytes;

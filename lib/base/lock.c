@@ -10,6 +10,22 @@
 
 uint8_t jp__lock_annotate;
 
+void jp__lock_setup(void)
+{
+#ifdef JP_TSAN
+	/* A library built with -fsanitize=thread: TSan sees the atomics. */
+	jp__lock_annotate = JP_ON_VALGRIND();
+#else
+	/* TSan does not see an uninstrumented library's atomics either. */
+	jp__lock_annotate = JP_ON_VALGRIND() || jp__tsan_on();
+#endif
+}
+
+__attribute__((constructor)) static void lock_ctor(void)
+{
+	jp__lock_setup();
+}
+
 void jp__lock_slow(struct jp__lock *l, uintptr_t me)
 {
 	uintptr_t z;

@@ -37,6 +37,9 @@ struct jp__lock {
  * atomics runs (any valgrind tool; ThreadSanitizer with the library not
  * built for it): the lock then announces happens-before to it. */
 extern uint8_t jp__lock_annotate;
+/* Decide jp__lock_annotate (at load time; the allocator calls it again
+ * when malloc runs before the constructors). */
+void jp__lock_setup(void);
 
 void jp__lock_slow(struct jp__lock *l, uintptr_t me);
 void jp__unlock_wake(struct jp__lock *l);

@@ -30,6 +30,7 @@
  */
 #include "sync.h"
 #include "base/os.h"
+#include "base/lock.h"
 #include "base/thread_exit.h"
 
 #include <dlfcn.h>
@@ -65,7 +66,17 @@ struct ld_edge {
 	int reported;
 };
 
-static jp_mutex_t ld_lock = JP_MUTEX_INIT;	/* guards everything below */
+/* Guards everything below.  The base internal lock, not a jp_mutex:
+ * lockdep observes jp_mutex through the hooks the mutex calls, and takes
+ * nothing of it in return. */
+static struct jp__lock ld_lock;
+
+/* At load time, before any thread can take it: tell helgrind and drd that
+ * the lock word is raced on purpose. */
+__attribute__((constructor)) static void ld_lock_init(void)
+{
+	jp__lock_init(&ld_lock);
+}
 static struct ld_edge *ld_edges;
 static unsigned ld_nedges;
 static int ld_full_warned;
@@ -181,12 +192,12 @@ static void put_lock(struct ld_buf *b, int kind, uintptr_t lock)
  */
 static void ld_fork_prepare(void)
 {
-	jp__mutex_lock_internal(&ld_lock);
+	jp__lock(&ld_lock);
 }
 
 static void ld_fork_release(void)
 {
-	jp__mutex_unlock_internal(&ld_lock);
+	jp__unlock(&ld_lock);
 }
 
 static void ld_thread_exit(void *p)
@@ -227,14 +238,14 @@ static struct ld_thread *ld_thread_get(void)
 	 * than pthread_once: helgrind and drd do not see pthread_once's futex
 	 * as synchronisation.
 	 */
-	jp__mutex_lock_internal(&ld_lock);
+	jp__lock(&ld_lock);
 	first = !ld_started;
 	if (first) {
 		ld_started = true;
 		ld_page = jp__os_page_size();
 	}
 	page = ld_page;
-	jp__mutex_unlock_internal(&ld_lock);
+	jp__unlock(&ld_lock);
 	_Static_assert(sizeof(struct ld_thread) <= 4096, "one page per thread");
 	if (jp__os_map(&p, page) != 0)
 		return NULL;
@@ -374,7 +385,7 @@ void jp__lockdep_before_lock(const void *m, int kind, void *pc)
 	}
 	if (n == 0)
 		return;
-	jp__mutex_lock_internal(&ld_lock);
+	jp__lock(&ld_lock);
 	for (unsigned i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)t->held[i].m, bm = (uintptr_t)m;
 		struct ld_edge *e = edge_find(a, bm, 0), *rev;
@@ -397,7 +408,7 @@ void jp__lockdep_before_lock(const void *m, int kind, void *pc)
 			nfound++;
 		}
 	}
-	jp__mutex_unlock_internal(&ld_lock);
+	jp__unlock(&ld_lock);
 	/*
 	 * Reported outside ld_lock: dladdr takes the dynamic loader's lock,
 	 * and a thread inside dlopen may be running a constructor that waits
@@ -471,7 +482,7 @@ bool jp__lockdep_holds(const void *m)
 
 void jp__lockdep_destroy(const void *m)
 {
-	jp__mutex_lock_internal(&ld_lock);
+	jp__lock(&ld_lock);
 	if (ld_edges != NULL && ld_nedges != 0) {
 		for (unsigned i = 0; i < LD_EDGES; i++) {
 			struct ld_edge *e = &ld_edges[i];
@@ -482,5 +493,5 @@ void jp__lockdep_destroy(const void *m)
 			}
 		}
 	}
-	jp__mutex_unlock_internal(&ld_lock);
+	jp__unlock(&ld_lock);
 }

@@ -62,84 +62,18 @@
 #define JP_MUTEX_SPIN 4096
 #define JP_MUTEX_SPIN_STEP 64
 
-_Atomic int jp__sync_mode;
-static bool lockdep_forced, check_forced;
 static _Atomic unsigned spin_limit = UINT_MAX;	/* UINT_MAX: not decided yet */
 static _Atomic unsigned spinners, spinners_max;	/* threads in spin(); at most */
 
-/*
- * Under helgrind or drd, the happens-before client requests are needed;
- * under memcheck or callgrind they would only cost instructions (and skew
- * callgrind's counts).  Valgrind preloads vgpreload_<tool>-<arch>.so into
- * the program, which tells the tool.
- */
-static bool race_detector_tool(void)
+/* Under valgrind, before any thread can race for them: the spin limit and
+ * the spinners' cap are written once, with the same value, by whoever
+ * comes first, and read racily on purpose. */
+__attribute__((constructor)) static void spin_vars_annotate(void)
 {
-	const char *p = jp__os_getenv("LD_PRELOAD");
-
-	if (!JP_ON_VALGRIND())
-		return false;
-	if (p == NULL)
-		return true;	/* cannot tell: annotate, to be safe */
-	return strstr(p, "vgpreload_helgrind") != NULL || strstr(p, "vgpreload_drd") != NULL ||
-	       strstr(p, "vgpreload_") == NULL;
-}
-
-int jp__sync_mode_init(void)
-{
-	int mode = JP_SYNC_PLAIN;
-
-	if (race_detector_tool()) {
-		mode |= JP_SYNC_VALGRIND;
-		/* Written once with the same value by whoever comes first. */
-		JP_BENIGN_RACE(&jp__sync_mode, sizeof jp__sync_mode, "jpsync mode");
+	if (JP_ON_VALGRIND()) {
 		JP_BENIGN_RACE(&spin_limit, sizeof spin_limit, "jpsync spin limit");
 		JP_BENIGN_RACE(&spinners_max, sizeof spinners_max, "jpsync spinners' cap");
 	}
-	if (lockdep_forced || jp__options()->lockdep)
-		mode |= JP_SYNC_LOCKDEP;
-	if (check_forced || jp__options()->check)
-		mode |= JP_SYNC_CHECK;
-	if (jp__tsan_on())
-		mode |= JP_SYNC_TSAN;
-	/* relaxed: the mode is one value, the same whoever computes it. */
-	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
-	return mode;
-}
-
-void jp__sync_force_lockdep(bool on)
-{
-	int mode = jp__sync_mode_get();
-
-	lockdep_forced = on;
-	mode = on ? (mode | JP_SYNC_LOCKDEP) : (mode & ~JP_SYNC_LOCKDEP);
-	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
-}
-
-void jp__sync_force_check(bool on)
-{
-	int mode = jp__sync_mode_get();
-
-	check_forced = on;
-	mode = on ? (mode | JP_SYNC_CHECK) : (mode & ~JP_SYNC_CHECK);
-	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
-}
-
-void jp__sync_misuse(const char *call, const void *obj, const void *obj2, const char *why)
-{
-	char line[200], hex[24];
-	size_t n = 0;
-
-	jp__str_add(line, sizeof line, &n, call);
-	jp__str_add(line, sizeof line, &n, "(");
-	jp__str_add(line, sizeof line, &n, jp__fmt_hex(hex, (uintptr_t)obj));
-	if (obj2 != NULL) {
-		jp__str_add(line, sizeof line, &n, ", ");
-		jp__str_add(line, sizeof line, &n, jp__fmt_hex(hex, (uintptr_t)obj2));
-	}
-	jp__str_add(line, sizeof line, &n, "): ");
-	jp__str_add(line, sizeof line, &n, why);
-	jp__die(line);
 }
 
 static unsigned spin_limit_get(void)
@@ -437,35 +371,6 @@ void jp__mutex_lock_at(jp_mutex_t *m, void *pc)
 void jp__mutex_unlock_at(jp_mutex_t *m, void *pc)
 {
 	UNLOCK_AT(m, pc);
-}
-
-void jp__mutex_lock_internal(jp_mutex_t *m)
-{
-	int mode = jp__sync_mode_get();
-
-	if (mode & JP_SYNC_TSAN)
-		__tsan_mutex_pre_lock(m, 0);
-	if (!try_acquire(jp__mutex_word(m)))
-		lock_slow(jp__mutex_word(m), NULL);
-	if (mode & JP_SYNC_VALGRIND) {
-		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
-		JP_HB_AFTER(m);
-	}
-	if (mode & JP_SYNC_TSAN)
-		__tsan_mutex_post_lock(m, 0, 0);
-}
-
-void jp__mutex_unlock_internal(jp_mutex_t *m)
-{
-	int mode = jp__sync_mode_get();
-
-	if (mode & JP_SYNC_TSAN)
-		__tsan_mutex_pre_unlock(m, 0);
-	if (mode & JP_SYNC_VALGRIND)
-		JP_HB_BEFORE(m);
-	unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m);
-	if (mode & JP_SYNC_TSAN)
-		__tsan_mutex_post_unlock(m, 0);
 }
 
 /*

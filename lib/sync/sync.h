@@ -1,9 +1,10 @@
 /*
- * sync.h - what mutex.c, cond.c, wait.c, lockdep.c and the 1.1 primitives
+ * sync.h - what sync_mode.c, mutex.c, cond.c, wait.c, lockdep.c and the 1.1 primitives
  * (rwlock.c, sem.c, barrier.c) share.
  *
  * Vocabulary:
- *   the "sync mode" - decided once per process (jp__sync_mode): PLAIN, or
+ *   the "sync mode" - decided once per process (jp__sync_mode, in
+ *     sync_mode.c): PLAIN, or
  *     PLAIN with LOCKDEP (JPSYNC_LOCKDEP=1), CHECK (JPSYNC_CHECK=1: misuse
  *     that needs to know the owner aborts), VALGRIND (running under
  *     helgrind or drd: emit the happens-before client requests) and/or
@@ -45,7 +46,7 @@ static inline _Atomic uint32_t *jp__cond_word(jp_cond_t *c)
 	return (_Atomic uint32_t *)(void *)&c->seq;
 }
 
-/* ---- "mutex.c" ---------------------------------------------------------- */
+/* ---- "sync_mode.c" ------------------------------------------------------ */
 
 extern _Atomic int jp__sync_mode;
 /* Decide the mode (options, valgrind) and return it. */
@@ -73,16 +74,12 @@ void jp__sync_force_check(bool on);
 _Noreturn void jp__sync_misuse(const char *call, const void *obj, const void *obj2,
 			       const char *why) JP_COLD;
 
+/* ---- "mutex.c" ---------------------------------------------------------- */
+
 /* Lock and unlock as the public calls do, with the caller's pc given. */
 void jp__mutex_lock_at(jp_mutex_t *m, void *pc);
 void jp__mutex_unlock_at(jp_mutex_t *m, void *pc);
 
-/*
- * Lock and unlock without lock-order checking, still visible to valgrind
- * and ThreadSanitizer: the lock lockdep's own tables live under.
- */
-void jp__mutex_lock_internal(jp_mutex_t *m);
-void jp__mutex_unlock_internal(jp_mutex_t *m);
 
 /*
  * The three-state lock-word protocol alone (spin, park, wake one), with no
