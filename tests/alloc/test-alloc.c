@@ -1603,14 +1603,19 @@ static void test_map_count_limit(void)
 	rc = run_edges("map-limit", NULL, NULL, NULL, &res);
 	CU_ASSERT(rc == 0 || rc == 77);
 	CU_ASSERT_EQUAL(res.err[0], '\0');
-	rc = run_edges("map-limit", "JPSYNC_CHECK=1", NULL, NULL, &res);
+	rc = run_edges("map-limit", "JPSYNC_CHECK=1", "JPSYNC_STATS=1", NULL, &res);
 	CU_ASSERT(rc == 0 || rc == 77);
 	if (rc == 0) {
 		const char *m = "jpsync: check mode: cannot make a freed block inaccessible";
-		const char *first = strstr(res.err, m);
+		const char *first = strstr(res.err, m), *line;
 
 		CU_ASSERT_PTR_NOT_NULL(first);
 		CU_ASSERT(first == NULL || strstr(first + 1, m) == NULL);
+		/* The two blocks freed at the limit, counted in the stats
+		 * table; the one freed after it was protected. */
+		line = strstr(res.err, "\n  check mode ");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+		CU_ASSERT_EQUAL(strtoull(line + strlen("\n  check mode "), NULL, 10), 2);
 	}
 	if (rc == 77)
 		printf("\nmap-count limit not reached here: %s\n", res.err);
