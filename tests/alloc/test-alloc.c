@@ -2829,6 +2829,11 @@ int main(void)
 		jp_test_unregister(thread_tests, test_fork_nested_in_prepare,
 				   "sanitizers: fork in a signal handler");
 	if (jp_test_sanitized())
+		/* At the map-count limit the sanitizer runtime's own mmap
+		 * fails, and it dies of that before the allocator is asked. */
+		jp_test_unregister(misuse_tests, test_map_count_limit,
+				   "sanitizers: their runtime cannot map at the map-count limit");
+	if (jp_test_sanitized())
 		/* The sanitizer runtime must come first in an unlinked program. */
 		jp_test_unregister(thread_tests, test_dlopen_by_unlinked_program,
 				   "sanitizer build: the runtime must load first");
