@@ -208,15 +208,13 @@ JP_EXPORT int jp_posix_memalign(void **memptr, size_t alignment, size_t size)
 
 /* ---- free ----------------------------------------------------------- */
 
-/* Everything but a valid small block whose bin has room; and misuse. */
-static JP_NOINLINE void free_generic(void *p)
+/* free_generic without NULL and errno. */
+static void free_slow(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct jp_huge *hg;
 	unsigned r;
 
-	if (p == NULL)
-		return;
 	tsan_put(p);
 	if (jp__ag.check) {
 		jp__check_free(p);
@@ -244,6 +242,24 @@ static JP_NOINLINE void free_generic(void *p)
 	if (jp__ag.vg)
 		JP_VG_FREELIKE(p);
 	jp__huge_free(hg);
+}
+
+/*
+ * Everything but a valid small block whose bin has room; and misuse.
+ * errno is kept, as POSIX.1-2024 asks of free: what free does below may call
+ * munmap, madvise or mmap (a span's or a huge block's pages given back,
+ * check mode's quarantine), and a failure of one of those is no failure of
+ * free.  Here only: the fast path makes no system call.
+ */
+static JP_NOINLINE void free_generic(void *p)
+{
+	int saved;
+
+	if (p == NULL)
+		return;
+	saved = errno;
+	free_slow(p);
+	errno = saved;
 }
 
 /*

@@ -335,6 +335,8 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size);
 size_t jp__huge_trim(void);	/* empties the huge cache */
 /* Was p a huge block that was freed lately (check mode's quarantine)? */
 bool jp__huge_freed(const void *p);
+/* Freed huge blocks check mode could not make inaccessible (the stats). */
+uint64_t jp__huge_unprotected(void);
 
 static inline void *jp__huge_user(const struct jp_huge *h)
 {

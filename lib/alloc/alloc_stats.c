@@ -259,6 +259,12 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	out_str(&o, "  in ");
 	out_num(&o, st.huge_count, 0);
 	out_str(&o, st.huge_count == 1 ? " block (above 256 KiB)\n" : " blocks (above 256 KiB)\n");
+	if (jp__ag.check) {
+		/* Check mode's quarantine that fell back to madvise (huge.c). */
+		out_str(&o, "  check mode      ");
+		out_num(&o, jp__huge_unprotected(), 16);
+		out_str(&o, "  freed blocks above 256 KiB left accessible (mmap failed)\n");
+	}
 	out_str(&o, "  threads         ");
 	out_num(&o, st.threads, 16);
 	out_str(&o, "  (with a cache, now)\n  allocations     ");

@@ -403,8 +403,11 @@ void *jp__check_realloc(void *p, size_t m)
 		size_t off = (size_t)(u - blk), bs = s->bsize;
 
 		/* In place while it fits the block and the block is not more
-		 * than twice too big, as without check mode. */
-		if (off + m + CHECK_TAIL <= bs && (bs <= 64 || off + m + CHECK_TAIL > bs / 2)) {
+		 * than twice too big, as without check mode.  m is compared
+		 * with the room the block has (live_hdr made sure that
+		 * off + CHECK_TAIL <= bs), never added to: within 40 bytes of
+		 * SIZE_MAX the sum wrapped and realloc returned p (1.1). */
+		if (m <= bs - off - CHECK_TAIL && (bs <= 64 || off + m + CHECK_TAIL > bs / 2)) {
 			*f64(blk, 0) = hdr_word(m, off);
 			*f64(blk, 1) = CHECK_LIVE ^ hdr_word(m, off);
 			memset(u + m, CHECK_CANARY, bs - off - m);

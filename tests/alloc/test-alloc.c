@@ -1527,6 +1527,100 @@ static void test_tuning_variables(void)
 	CU_ASSERT_EQUAL(res.err[0], '\0');
 }
 
+/* ---- the edges of size_t, free and errno (tests/alloc/alloc-edges.c) ---- */
+
+static char edges_path[4096];
+
+/* alloc-edges MODE in an environment of its own (up to three NAME=value);
+ * its exit status, 77 where it could not run. */
+static int run_edges(const char *mode, const char *env0, const char *env1,
+		     const char *env2, struct jp_child_result *res)
+{
+	struct exec_arg e = { edges_path, mode, { env0, env1, env2, NULL } };
+
+	snprintf(edges_path, sizeof edges_path, "%s/tests/alloc/alloc-edges", builddir());
+	CU_ASSERT_EQUAL_FATAL(jp_test_child(exec_child, &e, res), 0);
+	if (!(res->exited && (res->status == 0 || res->status == 77)))
+		printf("\nalloc-edges %s (%s %s %s): exit %d signal %d: %s\n", mode,
+		       env0 ? env0 : "", env1 ? env1 : "", env2 ? env2 : "",
+		       res->status, res->sig, res->err);
+	return res->exited ? res->status : -1;
+}
+
+/* The environments every walk runs in: default, check mode, and the cache
+ * and magazine at their minimum and their maximum (lib/base/options.c). */
+static const char *const edge_envs[][3] = {
+	{ NULL, NULL, NULL },
+	{ "JPSYNC_CHECK=1", NULL, NULL },
+	{ "JPSYNC_CACHE_N=1", "JPSYNC_MAG_SIZE=1", NULL },
+	{ "JPSYNC_CACHE_N=4096", "JPSYNC_MAG_SIZE=1024", NULL },
+	{ "JPSYNC_CHECK=1", "JPSYNC_CACHE_N=1", "JPSYNC_MAG_SIZE=1" },
+};
+
+/*
+ * Every size from SIZE_MAX - 65536 to SIZE_MAX through every jp_ entry
+ * point, with an old block of every class and a huge one: NULL and ENOMEM
+ * (EINVAL for a bad alignment), the old blocks untouched and freeable.
+ * Check mode's realloc returned the old block for sizes within 40 bytes of
+ * SIZE_MAX (its size sum wrapped) before 1.2.
+ */
+static void test_edges_of_size_t(void)
+{
+	struct jp_child_result res;
+
+	for (unsigned i = 0; i < sizeof edge_envs / sizeof edge_envs[0]; i++) {
+		CU_ASSERT_EQUAL(run_edges("walk", edge_envs[i][0], edge_envs[i][1],
+					  edge_envs[i][2], &res), 0);
+		CU_ASSERT_EQUAL(res.err[0], '\0');
+	}
+}
+
+/* free keeps errno: blocks of every class, many of one, huge ones (cached,
+ * unmapped, and in check mode quarantined and evicted). */
+static void test_free_keeps_errno(void)
+{
+	struct jp_child_result res;
+
+	for (unsigned i = 0; i < sizeof edge_envs / sizeof edge_envs[0]; i++) {
+		CU_ASSERT_EQUAL(run_edges("free-errno", edge_envs[i][0], edge_envs[i][1],
+					  edge_envs[i][2], &res), 0);
+		CU_ASSERT_EQUAL(res.err[0], '\0');
+	}
+}
+
+/*
+ * At the process's map-count limit: free keeps errno (check mode's
+ * quarantine cannot map over a freed huge block there: before 1.2 free left
+ * errno ENOMEM and the block readable and writable), allocations work or
+ * fail with ENOMEM, old blocks stay intact; check mode says so once and
+ * counts it.
+ */
+static void test_map_count_limit(void)
+{
+	struct jp_child_result res;
+	int rc;
+
+	rc = run_edges("map-limit", NULL, NULL, NULL, &res);
+	CU_ASSERT(rc == 0 || rc == 77);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
+	rc = run_edges("map-limit", "JPSYNC_CHECK=1", "JPSYNC_STATS=1", NULL, &res);
+	CU_ASSERT(rc == 0 || rc == 77);
+	if (rc == 0) {
+		const char *m = "jpsync: check mode: cannot make a freed block inaccessible";
+		const char *first = strstr(res.err, m), *line;
+
+		CU_ASSERT_PTR_NOT_NULL(first);
+		CU_ASSERT(first == NULL || strstr(first + 1, m) == NULL);
+		/* The two blocks freed at the limit, counted in the stats
+		 * table; the one freed after it was protected. */
+		line = strstr(res.err, "\n  check mode ");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+		CU_ASSERT_EQUAL(strtoull(line + strlen("\n  check mode "), NULL, 10), 2);
+	}
+	if (rc == 77)
+		printf("\nmap-count limit not reached here: %s\n", res.err);
+}
+
 /* ---- misuse ------------------------------------------------------------ */
 
 static char expected[128];
@@ -2700,6 +2794,9 @@ static CU_TestInfo misuse_tests[] = {
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },
+	{ "every size from SIZE_MAX - 65536 fails with ENOMEM, old blocks intact", test_edges_of_size_t },
+	{ "free keeps errno (every class, huge, check mode's quarantine)", test_free_keeps_errno },
+	{ "at the map-count limit: free keeps errno, check mode degrades", test_map_count_limit },
 	{ "JPSYNC_CACHE_BYTES bounds what the caches grow by", test_cache_bytes_bound },
 	{ NULL, NULL },
 };
@@ -2731,6 +2828,11 @@ int main(void)
 		/* The helper itself is built with the sanitizer here. */
 		jp_test_unregister(thread_tests, test_fork_nested_in_prepare,
 				   "sanitizers: fork in a signal handler");
+	if (jp_test_sanitized())
+		/* At the map-count limit the sanitizer runtime's own mmap
+		 * fails, and it dies of that before the allocator is asked. */
+		jp_test_unregister(misuse_tests, test_map_count_limit,
+				   "sanitizers: their runtime cannot map at the map-count limit");
 	if (jp_test_sanitized())
 		/* The sanitizer runtime must come first in an unlinked program. */
 		jp_test_unregister(thread_tests, test_dlopen_by_unlinked_program,

@@ -11,6 +11,10 @@
  * above the block's (above the request, in check mode) is reported, in a
  * child, and aborts.  Not linked to libjpsync.
  */
+/* The sizes near SIZE_MAX are the point: GCC warns of each. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Walloc-size-larger-than="
+#endif
 #include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
@@ -204,6 +208,28 @@ int main()
 		threw = true;
 	}
 	CHECK(threw && handler_calls == 3, "new_handler called until it gives up, then bad_alloc");
+
+	/* Every size from SIZE_MAX - 65536 to SIZE_MAX: each form throws
+	 * std::bad_alloc (nothrow: NULL), none hands out a block. */
+	std::set_new_handler(nullptr);
+	int edge_bad = 0;
+	for (size_t k = 0; k <= 65536; k++) {
+		size_t sz = SIZE_MAX - 65536 + k;
+		int thrown = 0;
+
+		try { ::operator delete(::operator new(sz)); } catch (const std::bad_alloc &) { thrown++; }
+		try { ::operator delete[](::operator new[](sz)); } catch (const std::bad_alloc &) { thrown++; }
+		try {
+			::operator delete(::operator new(sz, std::align_val_t(64)), std::align_val_t(64));
+		} catch (const std::bad_alloc &) { thrown++; }
+		try {
+			::operator delete[](::operator new[](sz, std::align_val_t(4096)), std::align_val_t(4096));
+		} catch (const std::bad_alloc &) { thrown++; }
+		if (thrown != 4 || ::operator new(sz, std::nothrow) != nullptr ||
+		    ::operator new[](sz, std::align_val_t(64), std::nothrow) != nullptr)
+			edge_bad++;
+	}
+	CHECK(edge_bad == 0, "new of every size from SIZE_MAX - 65536 throws std::bad_alloc");
 
 	/* Sized delete told more than the block holds: reported, in every
 	 * mode (the size never picks the bin, so it cannot misfile the
