@@ -279,7 +279,7 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	out_bytes(&o, "  in use          ", st.in_use);
 	out_str(&o, "\n");
 	out_bytes(&o, "  in use, peak    ", st.peak_in_use);
-	out_str(&o, "  (upper bound)\n");
+	out_str(&o, "  (at one moment, thread caches included)\n");
 	out_bytes(&o, "  mapped          ", st.mapped);
 	out_str(&o, "\n");
 	out_bytes(&o, "  mapped, peak    ", st.peak_mapped);

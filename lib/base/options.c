@@ -38,9 +38,11 @@ const struct jp_option_desc jp__option_table[] = {
 	    "thread that holds neither of its locks"),
 	OPT("STATS", "stats", "FILE", JP_OPT_STATS, false, stats, 0, 0, 0,
 	    "print the allocator's statistics when PROGRAM exits, on standard "
-	    "error or into FILE"),
+	    "error (=1, yes, on) or into FILE; =0, no, off: not at all; a file "
+	    "named like these or a number: ./FILE"),
 	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
-	    "print the options in force at start"),
+	    "print the library's version and path, then the options in force, "
+	    "at start"),
 	OPT("LOCKDEP", "lockdep", NULL, JP_OPT_BOOL, false, lockdep, 0, 0, 1,
 	    "report lock-order inversions of jp_mutex"),
 };
