@@ -63,7 +63,7 @@ static const char me[] = "jpsync-run";
  * jpsync-run's own.  getopt_long returns OPT_BASE + the row for a row.
  */
 #define OPT_BASE 256
-enum { OPT_PRINT_ENV = OPT_BASE + 64, OPT_HELP, OPT_VERSION };
+enum { OPT_PRINT_ENV = OPT_BASE + 64 };
 static char *var_value[64];	/* per row: the value to set, or NULL */
 static struct option long_options[64 + 4];
 
@@ -81,8 +81,8 @@ static void make_long_options(void)
 			NULL, OPT_BASE + (int)i };
 	}
 	long_options[n++] = (struct option){ "print-env", no_argument, NULL, OPT_PRINT_ENV };
-	long_options[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
-	long_options[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+	long_options[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	long_options[n++] = (struct option){ "version", no_argument, NULL, 'V' };
 	long_options[n] = (struct option){ NULL, 0, NULL, 0 };
 }
 
@@ -150,8 +150,8 @@ static void usage(FILE *f)
 	}
 	help_item(f, "--print-env", "print the variables that would be set, as "
 		  "NAME=value lines, and exit without running anything");
-	help_item(f, "--help", "display this help and exit");
-	help_item(f, "--version", "output version information and exit");
+	help_item(f, "-h, --help", "display this help and exit");
+	help_item(f, "-V, --version", "output version information and exit");
 	fprintf(f,
 "\n"
 "SIZE and N take an optional K, M or G suffix (powers of 1024).\n"
@@ -268,20 +268,28 @@ static void release(char *module, char *preload)
 	free(preload);
 }
 
-/* --stats[=FILE]: a relative FILE is named from here (the program may
- * change directory before it exits); an absolute name also cannot be
- * mistaken for one of the boolean spellings ("1", "off", ...). */
+/*
+ * --stats[=VALUE]: what JPSYNC_STATS=VALUE means, checked by the library's
+ * parser as it is: 1/yes/on/true and 0/no/off/false switch the table on and
+ * off, a number other than those is refused, anything else is a file.  A
+ * relative FILE is then named from here (the program may change directory
+ * before it exits); a file named like a boolean or a number is written as
+ * ./1, which stays a file name once made absolute.
+ */
 static void set_stats(size_t i, const char *arg)
 {
 	/* static: still reachable for a leak checker when set_option's usage
 	 * error exits (tests/fuzz/fuzz-options.c runs main() again and again) */
 	static char *value;
 	char cwd[PATH_MAX];
+	bool b;
 
-	if (arg == NULL || arg[0] == '\0' || arg[0] == '/') {
+	if (arg == NULL || arg[0] == '\0' || arg[0] == '/' ||
+	    jp__parse_bool(arg, &b) == 0) {
 		set_option(i, arg == NULL ? "1" : arg);
 		return;
 	}
+	set_option(i, arg);	/* a usage error for what the library refuses */
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		die(EXIT_INTERNAL, "cannot get the current directory: %s", strerror(errno));
 	free(value);
@@ -431,8 +439,9 @@ int main(int argc, char **argv)
 	make_long_options();
 	opterr = 0;	/* our own messages, named jpsync-run whatever argv[0] is */
 	/* "+": stop at the first non-option, which is PROGRAM; ':' reports a
-	 * missing argument apart from an unknown option. */
-	while ((c = getopt_long(argc, argv, "+:", long_options, NULL)) != -1) {
+	 * missing argument apart from an unknown option; -h and -V are
+	 * --help and --version, GNU's short forms. */
+	while ((c = getopt_long(argc, argv, "+:hV", long_options, NULL)) != -1) {
 		if (c >= OPT_BASE && c < OPT_BASE + (int)jp__option_count) {
 			size_t i = (size_t)(c - OPT_BASE);
 
@@ -447,12 +456,12 @@ int main(int argc, char **argv)
 		case OPT_PRINT_ENV:
 			print_only = true;
 			break;
-		case OPT_HELP:
+		case 'h':
 			usage(stdout);
 			if (fflush(stdout) != 0 || ferror(stdout))
 				die(1, "write error: %s", strerror(errno));
 			return 0;
-		case OPT_VERSION:
+		case 'V':
 			printf("%s (%s) %s\n", me, PACKAGE_NAME, PACKAGE_VERSION);
 			if (fflush(stdout) != 0 || ferror(stdout))
 				die(1, "write error: %s", strerror(errno));
@@ -461,12 +470,13 @@ int main(int argc, char **argv)
 			usage_error("option '%s' requires an argument", argv[optind - 1]);
 		default:
 			/* '?': an unknown option, an ambiguous abbreviation, or an
-			 * argument given to an option that takes none. */
-			if (optopt != 0 && optopt < 256)
-				usage_error("invalid option -- '%c'", optopt);
-			if (optopt != 0)
+			 * argument given to an option that takes none (a long
+			 * one: --help=x sets optopt to 'h', as -h would). */
+			if (optopt != 0 && strncmp(argv[optind - 1], "--", 2) == 0)
 				usage_error("option '--%s' takes no argument",
 					    option_name(optopt));
+			if (optopt != 0 && optopt < 256)
+				usage_error("invalid option -- '%c'", optopt);
 			usage_error("unrecognized option '%s'", argv[optind - 1]);
 		}
 	}

@@ -354,6 +354,11 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss);
 /* Keep the counts of a heap whose thread exits (heap lock). */
 void jp__stats_fold(const struct jp_heap *h);
 void jp__stats_init(void);	/* at start: keep a copy of stderr */
+/* Bytes out of the spans (blocks taken by bins) or in huge mappings grew
+ * by delta (modulo 2^64: a decrease is a negative delta); the peak of the
+ * sum follows.  Called where those change: refills and returns to the
+ * spans (central.c), huge blocks (huge.c). */
+void jp__live_add(uint64_t delta);
 
 /* ---- "os.c" (the allocator's block at its end) ------------------------ */
 

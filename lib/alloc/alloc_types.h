@@ -108,7 +108,6 @@ struct jp_alloc_globals {
 	uint64_t madvise_min;
 	_Atomic uint64_t mapped, peak_mapped, trimmed;
 	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
-	_Atomic uint64_t huge_peak;
 };
 
 extern struct jp_alloc_globals jp__ag;
@@ -257,7 +256,6 @@ struct jp_central {
 	uint32_t nxfer;		/* chains in xfer */
 	uint64_t xfer_blocks;	/* blocks in them */
 	uint64_t used_blocks;	/* blocks out of spans */
-	uint64_t peak_used_blocks;
 	uint64_t nspans;	/* spans held */
 	struct jp_chain xfer[JP_XFER_SLOTS];
 } JP_ALIGNED_CL;

@@ -319,9 +319,8 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 			span_unlink(k, s);	/* full: back in on a free */
 	}
 	k->used_blocks += got;
-	if (k->used_blocks > k->peak_used_blocks)
-		k->peak_used_blocks = k->used_blocks;
 	jp__unlock(&k->lock);
+	jp__live_add((uint64_t)got * jp__classes[cls].bsize);
 	*out = head;
 	*last = (void *)tail;
 	return got;
@@ -388,6 +387,10 @@ void *jp__central_put(uint32_t cls, void *head, size_t n)
 		k->used_blocks -= moved;
 		jp__unlock(&k->lock);
 	}
+	/* Once for the whole chain (a decrease sets no peak, so one add per
+	 * shard would tell nothing more). */
+	if (n > 0)
+		jp__live_add(-(uint64_t)n * jp__classes[cls].bsize);
 	return head;
 }
 

@@ -51,15 +51,24 @@ void jp__huge_init(void)
 {
 	jp__lock_init(&jp__huge_lock);
 }
+/* The huge blocks' bytes grew by delta (modulo 2^64, as a shrink is a
+ * negative delta): their own figure, and the live bytes whose peak
+ * jp_alloc_stats reports. */
+static void huge_bytes_add(uint64_t delta)
+{
+	atomic_fetch_add_explicit(&jp__ag.huge_bytes, delta, memory_order_relaxed);
+	jp__live_add(delta);
+}
+
 static void huge_count(struct jp_huge *h, int dir)
 {
 	if (dir > 0) {
 		atomic_fetch_add_explicit(&jp__ag.huge_count, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&jp__ag.huge_bytes, h->map_size, memory_order_relaxed);
+		huge_bytes_add(h->map_size);
 		atomic_fetch_add_explicit(&jp__ag.huge_allocs, 1, memory_order_relaxed);
 	} else {
 		atomic_fetch_sub_explicit(&jp__ag.huge_count, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&jp__ag.huge_bytes, h->map_size, memory_order_relaxed);
+		huge_bytes_add(-(uint64_t)h->map_size);
 		atomic_fetch_add_explicit(&jp__ag.huge_frees, 1, memory_order_relaxed);
 	}
 }
@@ -127,14 +136,17 @@ static bool hcache_fits(size_t size, size_t total)
 static size_t hcache_drop(unsigned i)
 {
 	void *base = hcache[i].base;
-	size_t size = hcache[i].size;
+	size_t size = hcache[i].size, res = hcache[i].res;
 
 	hcache_bytes -= size;
-	hcache_res -= hcache[i].res;
+	hcache_res -= res;
 	hcache_n--;
 	memmove(&hcache[i], &hcache[i + 1], (hcache_n - i) * sizeof hcache[0]);
 	jp__os_unmap(base, size);
 	jp__mapped_sub(size);
+	/* Its resident pages go back with it (the others were counted when
+	 * they were given back). */
+	jp__trimmed_add(res);
 	return size;
 }
 
@@ -213,7 +225,8 @@ static bool hcache_put(void *base, size_t size, size_t res)
 }
 
 /* Unmap every cached mapping; returns the bytes that were resident (the
- * pages beyond each block were given back when it was made). */
+ * pages beyond each block were given back when it was made), counted as
+ * given back by hcache_drop. */
 static size_t hcache_trim(void)
 {
 	size_t total = 0;
@@ -224,7 +237,6 @@ static size_t hcache_trim(void)
 		hcache_drop(0);
 	}
 	jp__unlock(&jp__huge_lock);
-	jp__trimmed_add(total);
 	return total;
 }
 
@@ -391,7 +403,7 @@ bool jp__huge_freed(const void *p)
 void jp__huge_free(struct jp_huge *h)
 {
 	void *base = h->base;
-	size_t total = h->map_size;
+	size_t total = h->map_size, res = h->user_off + h->usable;
 	bool cacheable = h->user_off == JP_HUGE_HDR;
 
 	guard_check(h);
@@ -402,10 +414,13 @@ void jp__huge_free(struct jp_huge *h)
 		quarantine(base, total, jp__huge_user(h));
 		return;
 	}
-	if (cacheable && hcache_put(base, total, h->user_off + h->usable))
+	if (cacheable && hcache_put(base, total, res))
 		return;
 	jp__os_unmap(base, total);
 	jp__mapped_sub(total);
+	/* The block's pages, at most resident (those of a mapping taken
+	 * from the cache beyond it went back then). */
+	jp__trimmed_add(res);
 }
 
 size_t jp__huge_trim(void)
@@ -445,12 +460,13 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	}
 	if (jp__os_resize(h->base, old, total) == 0) {
 		/* In uint64_t: a shrink is a negative delta, modulo 2^64, not 2^32. */
-		atomic_fetch_add_explicit(&jp__ag.huge_bytes, (uint64_t)total - old,
-					  memory_order_relaxed);
+		huge_bytes_add((uint64_t)total - old);
 		if (total > old)
 			jp__mapped_add(total - old);
-		else
+		else {
 			jp__mapped_sub(old - total);
+			jp__trimmed_add(old - total);	/* unmapped by the shrink */
+		}
 		h->map_size = total;
 		h->usable = total - off;
 		return jp__huge_user(h);
@@ -478,7 +494,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	h = dest;
 	h->base = dest;
 	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_HUGE);
-	atomic_fetch_add_explicit(&jp__ag.huge_bytes, (uint64_t)csize - old, memory_order_relaxed);
+	huge_bytes_add((uint64_t)csize - old);
 	h->map_size = csize;
 	h->usable = total - off;
 	return jp__huge_user(h);

@@ -38,9 +38,11 @@ const struct jp_option_desc jp__option_table[] = {
 	    "thread that holds neither of its locks"),
 	OPT("STATS", "stats", "FILE", JP_OPT_STATS, false, stats, 0, 0, 0,
 	    "print the allocator's statistics when PROGRAM exits, on standard "
-	    "error or into FILE"),
+	    "error (=1, yes, on) or into FILE; =0, no, off: not at all; a file "
+	    "named like these or a number: ./FILE"),
 	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
-	    "print the options in force at start"),
+	    "print the library's version and path, then the options in force, "
+	    "at start"),
 	OPT("LOCKDEP", "lockdep", NULL, JP_OPT_BOOL, false, lockdep, 0, 0, 1,
 	    "report lock-order inversions of jp_mutex"),
 };
@@ -226,6 +228,19 @@ static const char *why_range(const struct jp_option_desc *d, const char *what,
 	return why;
 }
 
+/* An optional sign and decimal digits only. */
+static bool is_number(const char *s)
+{
+	if (*s == '-' || *s == '+')
+		s++;
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
 const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *d,
 			     const char *value, char *why, size_t cap)
 {
@@ -262,8 +277,21 @@ const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *
 		}
 		if (value[0] == '\0')
 			return "empty (use 1, 0 or a file name)";
+		/* A number other than 1 and 0 is a mistake more often than a
+		 * file name ("--stats=2", "JPSYNC_STATS=-1"): refused, with
+		 * the spelling of such a file. */
+		if (is_number(value)) {
+			size_t len = 0;
+
+			why[0] = '\0';
+			jp__str_add(why, cap, &len, "neither 1/yes/on, 0/no/off nor a file "
+				    "name (a file of that name: ./");
+			jp__str_add_shown(why, cap, &len, value, strlen(value), 24);
+			jp__str_add(why, cap, &len, ")");
+			return why;
+		}
 		if (strlen(value) >= sizeof o->stats_path)
-			return "file name too long (at most 255 bytes)";
+			return "file name too long (at most PATH_MAX - 1 bytes)";
 		/* it is printed (JPSYNC_VERBOSE, jpsync-run --print-env) one
 		 * variable a line */
 		for (const char *p = value; *p != '\0'; p++)
@@ -379,9 +407,9 @@ const struct jp_options *jp__options(void)
 	if (atomic_compare_exchange_strong_explicit(&options_state, &s, 1,
 						    memory_order_acquire,
 						    memory_order_acquire)) {
+		/* JPSYNC_VERBOSE prints them at load (version.c), however
+		 * early the first malloc comes. */
 		jp__options_parse(&the_options, jp__os_environ(), 2);
-		if (the_options.verbose)
-			jp__options_print(&the_options, 2);
 		/* release: the parsed struct is visible to whoever sees 2 */
 		atomic_store_explicit(&options_state, 2, memory_order_release);
 	} else {

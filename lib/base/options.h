@@ -26,7 +26,10 @@
 
 #include <stdbool.h>
 
-#define JP_STATS_PATH_MAX 256
+#include <limits.h>
+
+/* A statistics file name: as long as the system allows, with its NUL. */
+#define JP_STATS_PATH_MAX PATH_MAX
 
 enum jp_stats_dest { JP_STATS_NONE = 0, JP_STATS_STDERR, JP_STATS_FILE };
 
@@ -47,7 +50,8 @@ enum jp_opt_kind {
 	JP_OPT_BOOL,	/* 1/yes/on/true, 0/no/off/false; jpsync-run: a flag */
 	JP_OPT_SIZE,	/* integer with K/M/G suffix, in [min, max] */
 	JP_OPT_SIZE_OFF,	/* as JP_OPT_SIZE, or "off" (stored as UINT64_MAX) */
-	JP_OPT_STATS,	/* boolean, or a file name; jpsync-run: [=FILE] */
+	JP_OPT_STATS,	/* boolean, or a file name that is not a number
+			 * ("./2" for one named 2); jpsync-run: [=FILE] */
 };
 
 /* One row of the table: one JPSYNC_ variable and one jpsync-run option. */

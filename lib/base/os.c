@@ -4,6 +4,7 @@
  */
 #include "os.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -227,6 +228,18 @@ static bool jp_secure_mode(void)
 char **jp__os_environ(void)
 {
 	return jp_secure_mode() ? NULL : environ;
+}
+
+const char *jp__os_object_path(const void *addr)
+{
+	Dl_info info;
+
+	/* dladdr allocates nothing (it walks the loader's list under its
+	 * recursive lock): safe in a constructor and during preload. */
+	if (dladdr(addr, &info) == 0 || info.dli_fname == NULL ||
+	    info.dli_fname[0] == '\0')
+		return NULL;
+	return info.dli_fname;
 }
 
 const char *jp__os_getenv(const char *name)

@@ -113,6 +113,9 @@ void jp__str_add(char *buf, size_t cap, size_t *len, const char *s);
  * one line and cannot drive a terminal; past max bytes of s, "..." ends it. */
 void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
 		       size_t n, size_t max);
+/* The file the loaded object holding addr came from, as the dynamic loader
+ * names it (the path it opened), or NULL (the main program, or unknown). */
+const char *jp__os_object_path(const void *addr);
 /* Monotonic time in nanoseconds. */
 uint64_t jp__os_now_ns(void);
 /* The kernel thread id of the caller. */

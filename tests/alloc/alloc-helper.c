@@ -24,6 +24,9 @@
  * The check-* cases that must abort print "ptr=<the block>" on stderr
  * first, so that the test can compare the whole message.
  *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
+ *   alloc-helper stats-exact     small and huge blocks in known amounts:
+ *                                checks in use, its peak and given back
+ *                                exactly; prints "FAIL: ..." lines
  *   alloc-helper leak            loses one block (memcheck must see it)
  *   alloc-helper use-after-free  reads a freed block (memcheck must see it)
  *   alloc-helper clean           allocates and frees everything
@@ -335,6 +338,110 @@ static int fork_nested_stress(void)
 	return bad == 0 && !nested_bad ? 0 : 1;
 }
 
+/* ---- stats-exact ----------------------------------------------------- */
+
+static int exact_bad;
+
+static void exact_eq(const char *what, unsigned long long got, unsigned long long want)
+{
+	if (got != want) {
+		fprintf(stderr, "FAIL: %s: %llu, expected %llu (%+lld)\n", what, got, want,
+			(long long)(got - want));
+		exact_bad = 1;
+	}
+}
+
+static void exact_stats(struct jp_alloc_stats *st)
+{
+	if (jp_alloc_stats(st, sizeof *st) != 0) {
+		fprintf(stderr, "FAIL: jp_alloc_stats\n");
+		exit(1);
+	}
+}
+
+/* The mapping of a huge block of n bytes: a header page, the block,
+ * rounded to pages (jp_alloc(3): "huge blocks"). */
+static unsigned long long huge_map(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (4096 + n + page - 1) / page * page;
+}
+
+/*
+ * One thread, no block freed by another, so nothing is on a transfer chain:
+ * bytes in use plus bytes in the thread's cache are the bytes out of the
+ * spans, and the peak is the most of those plus huge blocks at one moment.
+ * Blocks of this program only come from jp_alloc (stdio uses glibc's
+ * malloc), so every figure is known.
+ */
+static int stats_exact(void)
+{
+	enum { NSMALL = 1000, SMALL = 1000 };
+	const size_t big = (size_t)65 << 20, mid = (size_t)8 << 20;
+	struct jp_alloc_stats st0, st1, st2;
+	unsigned long long small_bytes, t0, held;
+	void *small[NSMALL], *h, *hs[9];
+	size_t got;
+
+	/* Nothing cached, nothing dirty: what goes back below is ours. */
+	jp_alloc_trim();
+	exact_stats(&st0);
+
+	/* 1. The peak: 65 MiB held with a thousand small blocks, all freed
+	 * before the figures are read (the issue's "peak 1.0 MiB"). */
+	for (int i = 0; i < NSMALL; i++)
+		small[i] = jp_alloc(SMALL);
+	small_bytes = (unsigned long long)jp_usable_size(small[0]) * NSMALL;
+	h = jp_alloc(big);
+	exact_stats(&st1);
+	held = st1.in_use + st1.cached;	/* out of the spans, plus huge */
+	exact_eq("in use, holding", st1.in_use, st0.in_use + small_bytes + huge_map(big));
+	exact_eq("huge bytes, holding", st1.huge_bytes, huge_map(big));
+	exact_eq("peak, holding", st1.peak_in_use, held);
+	jp_free(h);
+	for (int i = 0; i < NSMALL; i++)
+		jp_free(small[i]);
+	exact_stats(&st2);
+	exact_eq("in use, all freed", st2.in_use, st0.in_use);
+	exact_eq("peak, all freed", st2.peak_in_use, held);
+	/* 65 MiB does not fit the huge cache (at most 64 MiB): unmapped at
+	 * its free, every page of it given back. */
+	exact_eq("given back, 65 MiB freed", st2.trimmed - st1.trimmed, huge_map(big));
+
+	/* 2. A shrink in place (mremap) gives back the tail. */
+	jp_alloc_trim();
+	exact_stats(&st1);
+	h = jp_alloc(mid);
+	h = jp_realloc(h, (size_t)1 << 20);
+	exact_stats(&st2);
+	exact_eq("given back, 8 MiB shrunk to 1 MiB", st2.trimmed - st1.trimmed,
+		 huge_map(mid) - huge_map((size_t)1 << 20));
+	exact_eq("huge bytes, shrunk", st2.huge_bytes, huge_map((size_t)1 << 20));
+	jp_free(h);
+
+	/* 3. The huge cache keeps 8 freed mappings, their pages resident (8
+	 * of 300 KiB are within its 4 MiB): the ninth pushes the oldest out,
+	 * unmapped with its resident pages, which count as given back. */
+	jp_alloc_trim();
+	exact_stats(&st1);
+	for (int i = 0; i < 9; i++)
+		hs[i] = jp_alloc(300 << 10);
+	for (int i = 0; i < 9; i++)
+		jp_free(hs[i]);
+	exact_stats(&st2);
+	exact_eq("given back, one of 9 mappings out of the huge cache",
+		 st2.trimmed - st1.trimmed, huge_map(300 << 10));
+	/* jp_alloc_trim's count is the figure's growth: the 8 cached ones. */
+	t0 = st2.trimmed;
+	got = jp_alloc_trim();
+	exact_stats(&st2);
+	exact_eq("given back by jp_alloc_trim", st2.trimmed - t0, got);
+	if (got < 8 * huge_map(300 << 10))
+		exact_eq("jp_alloc_trim, at least the 8 cached", got, 8 * huge_map(300 << 10));
+	return exact_bad;
+}
+
 static void *noted(void *p)
 {
 	fprintf(stderr, "ptr=%p\n", p);
@@ -418,6 +525,8 @@ int main(int argc, char **argv)
 		jp_free(p);
 		return 0;
 	}
+	if (strcmp(mode, "stats-exact") == 0)
+		return stats_exact();
 	if (strcmp(mode, "stats-close-stderr") == 0) {
 		/* As cat and sort do (close_stdout); then another file takes
 		 * number 2: the table must still reach the first stderr. */

@@ -1501,6 +1501,23 @@ static void test_stats_at_exit(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "jpsync allocator statistics"));
 }
 
+/*
+ * In use, its peak and given back, to the byte, in a fresh process
+ * (the peak is a process's): a thousand small blocks and 65 MiB held at
+ * once then freed, an 8 MiB block shrunk in place, nine huge blocks
+ * through the huge cache.  The helper prints what differs.
+ */
+static void test_stats_exact(void)
+{
+	struct jp_child_result res;
+
+	run_helper("stats-exact", NULL, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_STRING_EQUAL(res.err, "");
+	if (!(res.exited && res.status == 0))
+		printf("\nexit %d: %s\n", res.status, res.err);
+}
+
 static void test_unknown_variable_warns_once(void)
 {
 	struct jp_child_result res;
@@ -2792,6 +2809,7 @@ static CU_TestInfo misuse_tests[] = {
 	{ "JPSYNC_CHECK=1: foreign free", test_check_foreign_free },
 	{ "JPSYNC_CHECK=1: free_sized above the requested size", test_check_free_sized },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
+	{ "stats: in use, peak and given back exact, huge blocks freed", test_stats_exact },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },
 	{ "every size from SIZE_MAX - 65536 fails with ENOMEM, old blocks intact", test_edges_of_size_t },
@@ -2860,6 +2878,8 @@ int main(void)
 				   "memcheck: no huge cache");
 		jp_test_unregister(memory_tests, test_huge_cache_not_resident,
 				   "memcheck: no huge cache");
+		jp_test_unregister(alloc_tests, test_stats_exact,
+				   "memcheck: no thread caches, no huge cache");
 		jp_test_unregister(memory_tests, test_huge_cache_sheds_beyond_block,
 				   "memcheck: no huge cache");
 		/* Reading the freed block is what memcheck reports (it catches

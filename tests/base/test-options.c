@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,80 @@ static void test_long_values_do_not_overflow(void)
 	CU_ASSERT(strlen(out) < 400);
 }
 
+/*
+ * A statistics file name may be as long as the system allows (PATH_MAX
+ * bytes with its NUL), not 255: a deep build or temporary directory is
+ * valid.  One byte more is refused.
+ */
+static void test_stats_path_up_to_path_max(void)
+{
+	struct jp_options o;
+	static char ok[13 + PATH_MAX], over[13 + PATH_MAX + 1];
+	char *env_ok[] = { ok, NULL }, *env_over[] = { over, NULL };
+	char out[4096];
+
+	memcpy(ok, "JPSYNC_STATS=/", 14);
+	memset(ok + 14, 'd', PATH_MAX - 2);	/* 1 + PATH_MAX - 2 = PATH_MAX - 1 bytes */
+	CU_ASSERT_EQUAL(parse_capture(&o, env_ok, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_FILE);
+	CU_ASSERT_EQUAL(strlen(o.stats_path), PATH_MAX - 1);
+	CU_ASSERT_EQUAL(memcmp(o.stats_path, ok + 13, PATH_MAX - 1), 0);
+
+	memcpy(over, ok, sizeof ok);
+	over[13 + PATH_MAX - 1] = 'd';		/* PATH_MAX bytes: no room for the NUL */
+	CU_ASSERT_EQUAL(parse_capture(&o, env_over, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "file name too long"));
+}
+
+/*
+ * JPSYNC_STATS (and jpsync-run --stats=, the same row): the boolean
+ * spellings switch the table on or off; a number that is not one of them
+ * is refused rather than taken as a file name (a file named 2 is ./2).
+ */
+static void test_stats_values(void)
+{
+	static const char *const on[] = { "1", "yes", "on", "true", "YES", "On" };
+	static const char *const off[] = { "0", "no", "off", "false", "OFF" };
+	static const char *const refused[] = { "2", "10", "01", "-1", "+1" };
+	const struct jp_option_desc *d = NULL;
+	struct jp_options o;
+	char why[160];
+
+	for (size_t i = 0; i < jp__option_count; i++)
+		if (strcmp(jp__option_table[i].name, "STATS") == 0)
+			d = &jp__option_table[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+		jp__options_parse(&o, NULL, -1);
+		CU_ASSERT_PTR_NULL(jp__option_value(&o, d, on[i], why, sizeof why));
+		CU_ASSERT_EQUAL(o.stats, JP_STATS_STDERR);
+	}
+	for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+		jp__options_parse(&o, NULL, -1);
+		o.stats = JP_STATS_STDERR;
+		CU_ASSERT_PTR_NULL(jp__option_value(&o, d, off[i], why, sizeof why));
+		CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	}
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		const char *bad;
+
+		jp__options_parse(&o, NULL, -1);
+		bad = jp__option_value(&o, d, refused[i], why, sizeof why);
+		CU_ASSERT_PTR_NOT_NULL(bad);
+		if (bad != NULL)
+			CU_ASSERT_PTR_NOT_NULL(strstr(bad, "./"));
+		CU_ASSERT_EQUAL(o.stats, JP_STATS_NONE);
+	}
+	/* The spelling a file named 1 takes; a name with a digit is a name. */
+	jp__options_parse(&o, NULL, -1);
+	CU_ASSERT_PTR_NULL(jp__option_value(&o, d, "./1", why, sizeof why));
+	CU_ASSERT_EQUAL(o.stats, JP_STATS_FILE);
+	CU_ASSERT_STRING_EQUAL(o.stats_path, "./1");
+	CU_ASSERT_PTR_NULL(jp__option_value(&o, d, "run2.txt", why, sizeof why));
+	CU_ASSERT_STRING_EQUAL(o.stats_path, "run2.txt");
+}
+
 /* A hostile value or name is one line: control characters and backslashes
  * shown as \xHH and \\, not written (tests/fuzz/corpus/options/regress-*). */
 static void test_warning_is_one_line(void)
@@ -394,6 +469,8 @@ static CU_TestInfo options_tests[] = {
 	{ "an 8 KiB value is refused without overflow", test_long_values_do_not_overflow },
 	{ "a warning is one line, its bytes shown", test_warning_is_one_line },
 	{ "a statistics file name has no control character", test_stats_file_control_character },
+	{ "a statistics file name may be PATH_MAX - 1 bytes long", test_stats_path_up_to_path_max },
+	{ "statistics: on/off spellings, numbers refused, ./1 a file", test_stats_values },
 	{ "effective options print as NAME=value", test_print_effective },
 	{ "the process environment is read once", test_process_options_read_once },
 	CU_TEST_INFO_NULL,

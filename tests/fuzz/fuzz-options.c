@@ -169,10 +169,17 @@ static bool m_accept(struct jp_options *m, const struct jp_option_desc *d,
 			m->stats = b ? JP_STATS_STDERR : JP_STATS_NONE;
 			return true;
 		}
-		/* a file name: not empty, shorter than 256 bytes, and no
-		 * control character (it would not print as one line) */
+		/* a file name: not empty, not a number (an optional sign and
+		 * digits), shorter than PATH_MAX bytes, and no control
+		 * character (it would not print as one line) */
 		if (value[0] == '\0' || strlen(value) >= sizeof m->stats_path)
 			return false;
+		{
+			const char *q = value + (value[0] == '-' || value[0] == '+');
+
+			if (*q != '\0' && strspn(q, "0123456789") == strlen(q))
+				return false;
+		}
 		for (const char *p = value; *p != '\0'; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				return false;

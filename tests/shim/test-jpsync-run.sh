@@ -23,14 +23,23 @@ $tx "$run" --help > "$tmp/help" 2> "$tmp/err"; rc=$?
 [ -s "$tmp/err" ] && bad "--help wrote to stderr"
 grep -q '^Usage: jpsync-run \[OPTION\]\.\.\. \[--\] PROGRAM' "$tmp/help" || bad "--help has no Usage line"
 for o in --cache=N --cache-bytes=SIZE --magazine=N --madvise-min=SIZE --check '--stats\[=FILE\]' --verbose \
-         --lockdep --print-env --help --version; do
+         --lockdep --print-env; do
   grep -q -- "^  $o" "$tmp/help" || bad "--help does not list $o"
 done
 version=$(sed -n 's/^Version: *//p' "$top_builddir/jpsync.pc")
 out=$($tx "$run" --version); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "jpsync-run (libjpsync) $version" ] ||
   bad "--version printed '$out' (exit $rc), expected 'jpsync-run (libjpsync) $version'"
-echo "ok: --help and --version"
+# -h and -V: the same as --help and --version (GNU's short forms).
+$tx "$run" -h > "$tmp/h" 2> "$tmp/err"; rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && cmp -s "$tmp/h" "$tmp/help" ||
+  bad "-h: exit $rc, not the --help text"
+out=$($tx "$run" -V); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "jpsync-run (libjpsync) $version" ] ||
+  bad "-V printed '$out' (exit $rc)"
+grep -q -- '^  -h, --help' "$tmp/help" || bad "--help does not list -h"
+grep -q -- '^  -V, --version' "$tmp/help" || bad "--help does not list -V"
+echo "ok: --help and --version, -h and -V"
 
 # --print-env: the lines jpsync-run would set, nothing run.  From the build
 # tree, the module is the uninstalled one.
@@ -82,6 +91,19 @@ JPSYNC_CHECK=1
 JPSYNC_STATS=1
 JPSYNC_VERBOSE=1
 JPSYNC_LOCKDEP=1" --lockdep --verbose --stats --check --madvise-min=1M --magazine=4 --cache-bytes=64K --cache=16 --cache=8
+# --stats takes what JPSYNC_STATS takes: the on/off spellings are not file
+# names (they were: --stats=0 wrote a file named 0).  A file of such a name
+# is ./0.
+for v in 0 no off false 1 yes on true OFF; do
+  expect_env "$pre
+JPSYNC_STATS=$v" --stats=$v
+done
+got=$(cd "$tmp" && env -u LD_PRELOAD $tx "$run" --print-env --stats=./1 | sed -n 's/^JPSYNC_STATS=//p')
+[ "$got" = "$(cd "$tmp" && pwd)/./1" ] || bad "--stats=./1 gave '$got'"
+# A file name as long as the system allows (255 bytes was the limit).
+long=/tmp/$(printf '%0300d' 0)/s.txt
+expect_env "$pre
+JPSYNC_STATS=$long" --stats="$long"
 # A relative --stats file is named from the current directory (the program
 # may change directory before it exits).
 got=$(cd "$tmp" && env -u LD_PRELOAD $tx "$run" --print-env --stats=out/s.txt | sed -n 's/^JPSYNC_STATS=//p')
@@ -143,6 +165,10 @@ usage_error --madvise-min=12X true
 usage_error --madvise-min=of true
 usage_error --madvise-min=99999999999999999999 true
 usage_error --stats= true
+usage_error --stats=2 true
+usage_error --stats=-1 true
+$tx "$run" --stats=2 true 2>&1 | grep -q "^jpsync-run: invalid value '2' for --stats: .*\./2" ||
+  bad "--stats=2 does not say how to name a file 2"
 usage_error --check=1 true
 usage_error --print-env=yes
 usage_error --cache
@@ -183,6 +209,19 @@ $tx "$run" --cache=5K true 2>&1 | grep -q "^jpsync-run: invalid value '5K' for -
 $tx "$run" --cache-bytes=2T true 2>&1 | grep -q "for --cache-bytes: not a number (0 to 1024G, with an optional K, M or G suffix)" ||
   bad "--cache-bytes=2T does not name the range"
 echo "ok: the options, their ranges and help are the library's table"
+
+# --verbose: the library says once, first, its version and where it was
+# loaded from (here the build tree's), then the options.
+if ! foreign && ! sanitized && command -v timeout >/dev/null 2>&1; then
+  timeout -k 5 60 "$run" --verbose true 2> "$tmp/err" || bad "--verbose true failed"
+  first=$(sed -n 1p "$tmp/err")
+  case $first in
+    "jpsync: libjpsync $version loaded from $abs_builddir/lib/.libs/libjpsync.so"*) ;;
+    *) bad "--verbose: first line '$first'";;
+  esac
+  [ "$(grep -c '^jpsync: libjpsync ' "$tmp/err")" -eq 1 ] || { bad "--verbose: not one version line:"; cat "$tmp/err"; }
+  echo "ok: --verbose names the library's version and path"
+fi
 
 # PROGRAM not found: 127; found but not executable: 126 (as env(1)).
 $tx "$run" jpsync-no-such-program-here > /dev/null 2> "$tmp/err"; rc=$?
