@@ -107,6 +107,7 @@ struct jp_alloc_globals {
 	uint64_t cache_bytes;		/* all threads' bins may grow by this */
 	uint64_t madvise_min;
 	_Atomic uint64_t mapped, peak_mapped, trimmed;
+	_Atomic uint64_t decommits, decommit_bytes;
 	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
 	_Atomic uint64_t huge_peak;
 };

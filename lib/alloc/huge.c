@@ -191,13 +191,13 @@ static bool hcache_put(void *base, size_t size, size_t res)
 	/* Resident pages within HC_RES: the older entries' go first. */
 	for (unsigned i = 0; i < hcache_n && hcache_res + res > HC_RES; i++)
 		if (hcache[i].res > 0) {
-			jp__os_decommit(hcache[i].base, hcache[i].size);
+			jp__decommit(hcache[i].base, hcache[i].size);
 			jp__trimmed_add(hcache[i].res);
 			hcache_res -= hcache[i].res;
 			hcache[i].res = 0;
 		}
 	if (hcache_res + res > HC_RES) {
-		jp__os_decommit(base, size);
+		jp__decommit(base, size);
 		jp__trimmed_add(res);
 		res = 0;
 	}
@@ -236,7 +236,7 @@ static size_t hcache_trim(void)
 static void hcache_shed(char *base, size_t res, size_t total)
 {
 	if (res > total)
-		jp__os_decommit(base + total, res - total);
+		jp__decommit(base + total, res - total);
 }
 
 void *jp__huge_alloc(size_t size, size_t align, bool zero)
@@ -263,7 +263,7 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	if (p != NULL) {
 		/* A calloc gets zero pages: all of them given back. */
 		if (zero && res > 0)
-			jp__os_decommit(p, res);
+			jp__decommit(p, res);
 		else if (!zero)
 			hcache_shed(p, res, total);
 	} else {
