@@ -222,6 +222,9 @@ struct jp_huge {
 				 * not a pointer: see jp_span.nstart) */
 	size_t usable;
 	size_t req;		/* the requested size (check mode) */
+	size_t dirty;		/* bytes from base that may be resident: the
+				 * huge cache sheds no pages when it hands a
+				 * mapping out, so more than the block's */
 };
 
 #define JP_HUGE_MAGIC	0x6a7073796e636875ULL
