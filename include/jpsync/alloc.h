@@ -30,7 +30,8 @@ extern "C" {
 #endif
 
 /* The version of struct jp_alloc_stats this header describes. */
-#define JP_ALLOC_STATS_VERSION 1u
+/* 2 (1.2.0): decommits and decommit_bytes, taken from reserved[]. */
+#define JP_ALLOC_STATS_VERSION 2u
 /* Entries of the per-class arrays of struct jp_alloc_stats. */
 #define JP_ALLOC_STATS_CLASSES 64
 
@@ -62,7 +63,10 @@ struct jp_alloc_stats {
 	uint64_t class_size[JP_ALLOC_STATS_CLASSES];   /* block size of class */
 	uint64_t class_allocs[JP_ALLOC_STATS_CLASSES]; /* blocks handed out */
 	uint64_t class_frees[JP_ALLOC_STATS_CLASSES];  /* blocks freed */
-	uint64_t reserved[16];	/* zero; room for later fields */
+	/* Version 2 on (zero from a version 1 library): */
+	uint64_t decommits;	/* madvise calls that gave pages back (count) */
+	uint64_t decommit_bytes; /* the bytes of those calls */
+	uint64_t reserved[14];	/* zero; room for later fields */
 };
 
 /* malloc: NULL and ENOMEM when out of memory.  jp_alloc(0) is unique. */

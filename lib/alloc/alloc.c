@@ -155,7 +155,7 @@ JP_EXPORT void *jp_calloc(size_t nmemb, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* A huge block's pages are fresh or given back: zero already. */
+	/* A huge block: huge_alloc clears what a cached mapping may hold. */
 	if (n > JP_MAX_SMALL)
 		return huge_alloc(n, 0, true);
 	p = jp_alloc(n);

@@ -228,6 +228,9 @@ void jp__segment_purge_before_map(void);
 void jp__mapped_add(size_t n);
 void jp__mapped_sub(size_t n);
 void jp__trimmed_add(size_t n);
+/* Every madvise that gives pages back goes through here, to be counted
+ * (decommits, decommit_bytes in jp_alloc_stats). */
+void jp__decommit(void *addr, size_t size);
 
 static inline unsigned jp__reg_get(uintptr_t a)
 {

@@ -145,6 +145,9 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 	st->mapped = atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
 	st->peak_mapped = atomic_load_explicit(&jp__ag.peak_mapped, memory_order_relaxed);
 	st->trimmed = atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed);
+	st->decommits = atomic_load_explicit(&jp__ag.decommits, memory_order_relaxed);
+	st->decommit_bytes = atomic_load_explicit(&jp__ag.decommit_bytes,
+						  memory_order_relaxed);
 }
 
 JP_EXPORT int jp_alloc_stats(struct jp_alloc_stats *st, size_t st_size)
@@ -288,6 +291,10 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	out_str(&o, "\n");
 	out_bytes(&o, "  given back      ", st.trimmed);
 	out_str(&o, "  (to the system, so far)\n");
+	out_bytes(&o, "  decommitted     ", st.decommit_bytes);
+	out_str(&o, "  in ");
+	out_num(&o, st.decommits, 0);
+	out_str(&o, st.decommits == 1 ? " madvise call\n" : " madvise calls\n");
 	out_bytes(&o, "  huge blocks     ", st.huge_bytes);
 	out_str(&o, "  in ");
 	out_num(&o, st.huge_count, 0);

@@ -107,6 +107,7 @@ struct jp_alloc_globals {
 	uint64_t cache_bytes;		/* all threads' bins may grow by this */
 	uint64_t madvise_min;
 	_Atomic uint64_t mapped, peak_mapped, trimmed;
+	_Atomic uint64_t decommits, decommit_bytes;
 	_Atomic uint64_t huge_count, huge_bytes, huge_allocs, huge_frees;
 };
 
@@ -220,6 +221,9 @@ struct jp_huge {
 				 * not a pointer: see jp_span.nstart) */
 	size_t usable;
 	size_t req;		/* the requested size (check mode) */
+	size_t dirty;		/* bytes from base that may be resident: the
+				 * huge cache sheds no pages when it hands a
+				 * mapping out, so more than the block's */
 };
 
 #define JP_HUGE_MAGIC	0x6a7073796e636875ULL

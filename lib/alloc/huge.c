@@ -87,49 +87,66 @@ static size_t huge_offset(size_t align)
  * above the largest class (realloc growth across 256 KiB, buffers of a
  * request) does not pay a fresh mmap (over-map and two trims), page faults
  * and a munmap each time.  A mapping is taken for a request it fits with at
- * most HC_SLACK to spare, and the pages beyond the request are given back
- * (madvise) so that the spare costs no memory.  A mapping unused for
- * HC_AGE_NS is unmapped at the next huge operation, and jp_alloc_trim()
- * unmaps them all.  Cached mappings are off the registry: a free of one is
- * an invalid free.
+ * most the request and a segment to spare.  A mapping unused for HC_AGE_NS
+ * is unmapped at the next huge operation, the oldest go when a new one
+ * does not fit within hcache_limit(), and jp_alloc_trim() unmaps them all.
+ * Cached mappings are off the registry: a free of one is an invalid free.
  *
- * The pages of cached mappings stay resident up to HC_RES bytes in all,
- * the newest first: a buffer freed and taken again (a request's buffer,
- * realloc growth) finds its pages there, but a program that frees a big
- * block is not charged for it in RSS until the mapping ages out (the
- * pages of older entries, or of a block bigger than HC_RES, are given
- * back when it is cached; the mapping stays, for the next block).
+ * No page is given back (madvise) on the way in or out of the cache: the
+ * cache's memory goes back by munmap, when a mapping ages out or is pushed
+ * out.  Giving pages back when a mapping was cached (above 4 MiB resident
+ * in all) or taken (beyond the new block), as ecd067f did, made every
+ * block of mimalloc-bench's malloc-large and every restart of a realloc
+ * growth chain fault in again, at once, the pages just given back: one
+ * madvise per allocation, 2.6x slower than 1.0.0 (issue 26).  What the
+ * cached mappings keep resident is bounded by hcache_limit(), which
+ * shrinks with what the program maps, so a program that frees most of
+ * its heap keeps at most about 11 MiB there until the mappings age out.
+ *
+ * A taken mapping's resident pages beyond the request are not kept for
+ * long in a block of 4 MiB or more: the mapping is cut to the block
+ * (mremap: the tail's pages go with the tail, none of the block's), since
+ * malloc-large's 5-25 MiB blocks took mappings up to twice their size and
+ * held the difference for their lives.  Below 4 MiB the spare stays, for
+ * realloc growth to find resident.  When no cached mapping fits, one of
+ * at least half the request is grown where it is, so that its pages serve
+ * the block's start instead of waiting in the cache.  A mapping is not
+ * taken for a request it holds resident pages for more than HC_KEEP times
+ * over: it waits for a bigger request, or its age.
  */
 #define HC_N		8
 #define HC_MAX		((size_t)64 << 20)
 #define HC_FLOOR	((size_t)8 << 20)
 #define HC_AGE_NS	2000000000ull
-#ifndef HC_RES
-#define HC_RES		((size_t)4 << 20)
-#endif
+#define HC_KEEP		8
+#define HC_TAIL(total)	((total) < JP_SEG_SIZE ? JP_SEG_SIZE : 0)
 static struct {
 	void *base;
 	size_t size;
-	size_t res;		/* resident at most: the block's pages */
+	size_t res;		/* resident at most: bytes from base */
 	uint64_t when;
 } hcache[HC_N];				/* oldest first */
 static unsigned hcache_n;
 static size_t hcache_bytes;
-static size_t hcache_res;		/* the entries' res, summed */
 
-/* At most 8 MiB plus a quarter of what is mapped, and never above 64 MiB. */
+/* At most 8 MiB plus a sixteenth of what is mapped, and never above 64 MiB:
+ * its mappings keep their pages, so this bounds the RSS it adds (a quarter
+ * let malloc-large's loop peak 1.10x as high as 1.0.0, which had no cache;
+ * a sixteenth, 1.03x). */
 static size_t hcache_limit(void)
 {
 	size_t m = (size_t)atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
-	size_t l = HC_FLOOR + m / 4;
+	size_t l = HC_FLOOR + m / 16;
 
 	return l < HC_MAX ? l : HC_MAX;
 }
 
-/* A cached mapping may serve a request of total bytes. */
-static bool hcache_fits(size_t size, size_t total)
+/* A cached mapping (res of its bytes resident) may serve a request of
+ * total bytes. */
+static bool hcache_fits(size_t size, size_t res, size_t total)
 {
-	return size >= total && size - total <= total + JP_SEG_SIZE;
+	return size >= total && size - total <= total + JP_SEG_SIZE &&
+	       res / HC_KEEP <= total;
 }
 
 /* Unmap entry i (huge lock); returns the bytes. */
@@ -139,7 +156,6 @@ static size_t hcache_drop(unsigned i)
 	size_t size = hcache[i].size, res = hcache[i].res;
 
 	hcache_bytes -= size;
-	hcache_res -= res;
 	hcache_n--;
 	memmove(&hcache[i], &hcache[i + 1], (hcache_n - i) * sizeof hcache[0]);
 	jp__os_unmap(base, size);
@@ -157,9 +173,11 @@ static void hcache_expire(uint64_t now)
 		hcache_drop(0);
 }
 
-/* Take the smallest cached mapping that fits total bytes: its base (its
- * size in *size, how much of it may be resident in *res), or NULL. */
-static void *hcache_take(size_t total, size_t *size, size_t *res)
+/* Take the smallest cached mapping that fits total bytes, or with
+ * smaller, when none does, the biggest of at least half of total (to be
+ * grown where it is): its base (its size in *size, how much of it may be
+ * resident in *res), or NULL. */
+static void *hcache_take(size_t total, bool smaller, size_t *size, size_t *res)
 {
 	void *base = NULL;
 	int best = -1;
@@ -169,15 +187,22 @@ static void *hcache_take(size_t total, size_t *size, size_t *res)
 	jp__lock(&jp__huge_lock);
 	hcache_expire(jp__os_now_ns());
 	for (unsigned i = 0; i < hcache_n; i++)
-		if (hcache_fits(hcache[i].size, total) &&
+		if (hcache_fits(hcache[i].size, hcache[i].res, total) &&
 		    (best < 0 || hcache[i].size < hcache[best].size))
 			best = (int)i;
+	for (unsigned i = 0; i < hcache_n && smaller && best < 0; i++)
+		if (hcache[i].size < total && hcache[i].size >= total / 2) {
+			best = (int)i;
+			for (unsigned j = i + 1; j < hcache_n; j++)
+				if (hcache[j].size < total &&
+				    hcache[j].size > hcache[best].size)
+					best = (int)j;
+		}
 	if (best >= 0) {
 		base = hcache[best].base;
 		*size = hcache[best].size;
 		*res = hcache[best].res;
 		hcache_bytes -= *size;
-		hcache_res -= *res;
 		hcache_n--;
 		memmove(&hcache[best], &hcache[best + 1],
 			(hcache_n - (unsigned)best) * sizeof hcache[0]);
@@ -200,23 +225,9 @@ static bool hcache_put(void *base, size_t size, size_t res)
 	/* Room: the oldest go. */
 	while (hcache_n > 0 && (hcache_n == HC_N || hcache_bytes + size > hcache_limit()))
 		hcache_drop(0);
-	/* Resident pages within HC_RES: the older entries' go first. */
-	for (unsigned i = 0; i < hcache_n && hcache_res + res > HC_RES; i++)
-		if (hcache[i].res > 0) {
-			jp__os_decommit(hcache[i].base, hcache[i].size);
-			jp__trimmed_add(hcache[i].res);
-			hcache_res -= hcache[i].res;
-			hcache[i].res = 0;
-		}
-	if (hcache_res + res > HC_RES) {
-		jp__os_decommit(base, size);
-		jp__trimmed_add(res);
-		res = 0;
-	}
 	hcache[hcache_n].base = base;
 	hcache[hcache_n].size = size;
 	hcache[hcache_n].res = res;
-	hcache_res += res;
 	hcache[hcache_n].when = now;
 	hcache_n++;
 	hcache_bytes += size;
@@ -224,9 +235,8 @@ static bool hcache_put(void *base, size_t size, size_t res)
 	return true;
 }
 
-/* Unmap every cached mapping; returns the bytes that were resident (the
- * pages beyond each block were given back when it was made), counted as
- * given back by hcache_drop. */
+/* Unmap every cached mapping; returns the bytes that were resident,
+ * counted as given back by hcache_drop. */
 static size_t hcache_trim(void)
 {
 	size_t total = 0;
@@ -238,17 +248,6 @@ static size_t hcache_trim(void)
 	}
 	jp__unlock(&jp__huge_lock);
 	return total;
-}
-
-/*
- * Give back the resident pages of a taken mapping beyond total bytes: in
- * use, they would count in RSS above what the program holds (a realloc
- * that grows into them pays its page faults, as in a fresh mapping).
- */
-static void hcache_shed(char *base, size_t res, size_t total)
-{
-	if (res > total)
-		jp__os_decommit(base + total, res - total);
 }
 
 void *jp__huge_alloc(size_t size, size_t align, bool zero)
@@ -271,13 +270,39 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	if (size == 0)
 		size = 1;
 	total = (off + size + page - 1) & ~(page - 1);
-	p = off == JP_HUGE_HDR ? hcache_take(total, &msize, &res) : NULL;
+	p = off == JP_HUGE_HDR ? hcache_take(total, true, &msize, &res) : NULL;
+	if (p != NULL && msize < total) {
+		/* Smaller: grown where it is (its pages serve the block's
+		 * start), or back to the cache and a fresh mapping. */
+		if (jp__os_resize(p, msize, total) == 0) {
+			jp__mapped_add(total - msize);
+			msize = total;
+		} else {
+			if (!hcache_put(p, msize, res)) {
+				jp__os_unmap(p, msize);
+				jp__mapped_sub(msize);
+			}
+			p = NULL;
+		}
+	}
 	if (p != NULL) {
-		/* A calloc gets zero pages: all of them given back. */
-		if (zero && res > 0)
-			jp__os_decommit(p, res);
-		else if (!zero)
-			hcache_shed(p, res, total);
+		/* Resident pages beyond the block above HC_TAIL(total) go
+		 * with the mapping's tail (see the cache's comment). */
+		if (res > total + HC_TAIL(total) &&
+		    jp__os_resize(p, msize, total) == 0) {
+			jp__mapped_sub(msize - total);
+			jp__trimmed_add(res - total);	/* the cut tail's pages */
+			msize = total;
+			res = total;
+		}
+		/* A calloc gets zeros: the block's pages that may hold old
+		 * bytes are cleared here rather than given back, which would
+		 * fault them in again at the caller's first touch; those
+		 * beyond res were never written, or given back. */
+		if (zero && res > off)
+			memset((char *)p + off, 0, (res < total ? res : total) - off);
+		if (res < total)
+			res = total;
 	} else {
 		jp__segment_purge_before_map();
 		if (jp__map_registered(&p, total, map_align) != 0) {
@@ -285,6 +310,7 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 			return NULL;
 		}
 		msize = total;
+		res = total;
 		jp__mapped_add(total);
 	}
 	base = p;
@@ -301,6 +327,7 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	h->map_size = msize;
 	h->user_off = (size_t)(user - base);
 	h->usable = total - off;
+	h->dirty = res;
 	guard_set(h);
 	huge_count(h, 1);
 	return user;
@@ -403,7 +430,7 @@ bool jp__huge_freed(const void *p)
 void jp__huge_free(struct jp_huge *h)
 {
 	void *base = h->base;
-	size_t total = h->map_size, res = h->user_off + h->usable;
+	size_t total = h->map_size, res = h->dirty;
 	bool cacheable = h->user_off == JP_HUGE_HDR;
 
 	guard_check(h);
@@ -418,8 +445,7 @@ void jp__huge_free(struct jp_huge *h)
 		return;
 	jp__os_unmap(base, total);
 	jp__mapped_sub(total);
-	/* The block's pages, at most resident (those of a mapping taken
-	 * from the cache beyond it went back then). */
+	/* The mapping's pages that may be resident go back with it. */
 	jp__trimmed_add(res);
 }
 
@@ -454,8 +480,11 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 		return NULL;	/* the caller copies */
 	if (total > cur && total <= old) {
 		/* Inside the mapping (taken from the cache larger than the
-		 * request): the pages beyond cur were given back, zero. */
+		 * request): its pages may hold a former block's bytes, which
+		 * realloc owes nothing. */
 		h->usable = total - off;
+		if (h->dirty < total)
+			h->dirty = total;
 		return jp__huge_user(h);
 	}
 	if (jp__os_resize(h->base, old, total) == 0) {
@@ -469,18 +498,21 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 		}
 		h->map_size = total;
 		h->usable = total - off;
+		/* Grown: resident up to the block at most; shrunk: the pages
+		 * beyond total went with the mapping's tail. */
+		if (total > old || h->dirty > total)
+			h->dirty = total;
 		return jp__huge_user(h);
 	}
 	/* Move the pages (no copy) to a cached mapping, or a fresh 4 MiB-
 	 * aligned one.  mremap replaces the first total bytes of dest; the
 	 * rest of a cached one stays mapped, part of the block's mapping. */
-	dest = hcache_take(total, &csize, &cres);
-	if (dest != NULL) {
-		hcache_shed(dest, cres, total);
-	} else {
+	dest = hcache_take(total, false, &csize, &cres);
+	if (dest == NULL) {
 		if (jp__map_registered(&dest, total, JP_SEG_SIZE) != 0)
 			return NULL;
 		csize = total;
+		cres = 0;
 		jp__mapped_add(total);
 	}
 	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
@@ -497,5 +529,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	huge_bytes_add((uint64_t)csize - old);
 	h->map_size = csize;
 	h->usable = total - off;
+	/* The moved pages, and the cached mapping's beyond them. */
+	h->dirty = cres > total ? cres : total;
 	return jp__huge_user(h);
 }

@@ -101,6 +101,13 @@ void jp__trimmed_add(size_t n)
 	atomic_fetch_add_explicit(&jp__ag.trimmed, n, memory_order_relaxed);
 }
 
+void jp__decommit(void *addr, size_t size)
+{
+	jp__os_decommit(addr, size);
+	atomic_fetch_add_explicit(&jp__ag.decommits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&jp__ag.decommit_bytes, size, memory_order_relaxed);
+}
+
 static struct jp_segment *segment_new(void)
 {
 	struct jp_segment *seg;
@@ -170,7 +177,7 @@ static size_t purge_bits(struct jp_segment *seg, uint64_t bits)
 
 		while (first + n < 64 && (bits >> (first + n) & 1))
 			n++;
-		jp__os_decommit((char *)seg + (size_t)first * JP_SLICE_SIZE,
+		jp__decommit((char *)seg + (size_t)first * JP_SLICE_SIZE,
 				(size_t)n * JP_SLICE_SIZE);
 		total += (size_t)n * JP_SLICE_SIZE;
 		bits &= ~run_mask(first, n);
