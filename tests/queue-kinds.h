@@ -1,7 +1,7 @@
 /*
  * queue-kinds.h - jp_spsc, jp_mpsc and jp_mpmc behind one table of calls,
- * so that a test runs every case on each kind (test-queue.c, the queue fuzz
- * target).  multi_prod and multi_cons: whether the kind takes several
+ * so that a test runs every case on each kind (test-queue.c,
+ * test-queue-threads.c, the queue fuzz target).  multi_prod and multi_cons: whether the kind takes several
  * producers, several consumers.
  */
 #ifndef JP_TEST_QUEUE_KINDS_H

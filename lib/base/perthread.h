@@ -1,6 +1,6 @@
 /*
  * perthread.h - per-thread records of an object (a pool's thread caches, an
- * epoch's reader records), shared by pool.c and epoch.c.
+ * epoch's reader records), shared by pool_cache.c and epoch.c.
  *
  * An owner (a pool, an epoch) has a hub: a lock, the list of its records
  * (one per thread that used it), and a reference count.  A record is on two

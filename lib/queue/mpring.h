@@ -1,8 +1,14 @@
 /*
  * mpring.h - the bounded multi-producer ring with per-slot sequence numbers
- * (Vyukov), included by mpmc.c (JP_MPRING_MC 1: consumers claim positions
- * with a compare-exchange on head) and mpsc.c (JP_MPRING_MC 0: the single
- * consumer owns head).  JP_MPRING(x) names the functions.
+ * (Vyukov), shared by mpsc.c and mpmc.c: its layout (struct jp__mpring, the
+ * first and only member of struct jp_mpsc and struct jp_mpmc) and the body
+ * of every public function, as static inline helpers.  Each of the two
+ * files writes its public functions out by name, a line or two calling
+ * these; the helpers of the consumer side take a const bool mc, a constant
+ * at every call (false in mpsc.c: the single consumer owns head; true in
+ * mpmc.c: consumers claim positions with a compare-exchange on head), so
+ * the compiler folds it and each queue's code is what it would be if it
+ * were written for that queue alone.
  *
  * Each slot starts with a 64-bit sequence number.  For position p in slot
  * p & mask: seq == 2p means the slot is free for the producer of p; seq ==
@@ -19,13 +25,19 @@
  * seq; a consumer reads seq with acquire, so the copy into the slot happened
  * before its copy out.
  */
+#ifndef JP_MPRING_H
+#define JP_MPRING_H
+
 #include "queue_internal.h"
 
 #include <jpsync/queue.h>
 
-#define JP_MPRING_T struct JP_MPRING()
+/* Helpers that are a public function's body (or its hot part): inlined,
+ * so that mc folds and the one-element calls are specialised (n == 1). */
+#define MPRING_INLINE static inline __attribute__((always_inline))
 
-JP_MPRING_T {
+/* A queue's header; the ring of slots follows it in the same mapping. */
+struct jp__mpring {
 	unsigned char *ring;
 	size_t mask;
 	size_t esize;
@@ -37,31 +49,33 @@ JP_MPRING_T {
 	struct jp__park_chan not_full JP_ALIGNED_CL;
 };
 
-static inline _Atomic uint64_t *slot_seq(const JP_MPRING_T *q, uint64_t pos)
+static inline _Atomic uint64_t *slot_seq(const struct jp__mpring *q, uint64_t pos)
 {
 	return (_Atomic uint64_t *)(void *)(q->ring + (pos & q->mask) * q->stride);
 }
 
 /* The stored sequence numbers of position pos: free for it, published. */
-static inline uint64_t seq_free(const JP_MPRING_T *q, uint64_t pos)
+static inline uint64_t seq_free(const struct jp__mpring *q, uint64_t pos)
 {
 	return 2 * (pos & ~(uint64_t)q->mask);
 }
 
-static inline uint64_t seq_full(const JP_MPRING_T *q, uint64_t pos)
+static inline uint64_t seq_full(const struct jp__mpring *q, uint64_t pos)
 {
 	return seq_free(q, pos) + 1;
 }
 
-static inline unsigned char *slot_data(const JP_MPRING_T *q, uint64_t pos)
+static inline unsigned char *slot_data(const struct jp__mpring *q, uint64_t pos)
 {
 	return q->ring + (pos & q->mask) * q->stride + sizeof(uint64_t);
 }
 
-JP_EXPORT JP_MPRING_T *JP_MPRING(_create)(size_t capacity, size_t elem_size)
+
+/* The body of jp_mpsc_create and jp_mpmc_create: the header, NULL with errno. */
+static inline struct jp__mpring *mpring_create(size_t capacity, size_t elem_size)
 {
 	size_t cap, stride, bytes;
-	JP_MPRING_T *q;
+	struct jp__mpring *q;
 
 	q = jp__qmap(sizeof *q, capacity, elem_size, sizeof(uint64_t),
 		     sizeof(uint64_t), &cap, &stride, &bytes);
@@ -89,7 +103,7 @@ JP_EXPORT JP_MPRING_T *JP_MPRING(_create)(size_t capacity, size_t elem_size)
 	return q;
 }
 
-JP_EXPORT void JP_MPRING(_destroy)(JP_MPRING_T *q)
+static inline void mpring_destroy(struct jp__mpring *q)
 {
 	if (q != NULL)
 		jp__qunmap(q, q->bytes);
@@ -99,9 +113,7 @@ JP_EXPORT void JP_MPRING(_destroy)(JP_MPRING_T *q)
  * Claim up to n consecutive free positions from tail; returns how many
  * (0: full, or closed with *closed set) and the first in *first.
  */
-/* Inlined, so that the one-element calls are specialised (n == 1). */
-static inline __attribute__((always_inline)) size_t
-claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed)
+MPRING_INLINE size_t claim_push(struct jp__mpring *q, size_t n, uint64_t *first, bool *closed)
 {
 	/* relaxed: a guess, validated by the slot's seq and the CAS. */
 	uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
@@ -144,7 +156,7 @@ claim_push(JP_MPRING_T *q, size_t n, uint64_t *first, bool *closed)
  * faster than the work grows with one object per slot (2 producers and a
  * consumer of 1,000 / 3,000 elements: 5.1 / 19 s, against 1.1 / 1.8 s).
  */
-static JP_COLD void slot_hb_announce(const JP_MPRING_T *q, uint64_t pos, const void *side,
+static JP_COLD void slot_hb_announce(const struct jp__mpring *q, uint64_t pos, const void *side,
 				     bool release)
 {
 	if (release) {
@@ -158,19 +170,19 @@ static JP_COLD void slot_hb_announce(const JP_MPRING_T *q, uint64_t pos, const v
 	}
 }
 
-static inline void slot_hb_release(const JP_MPRING_T *q, uint64_t pos, const void *side)
+static inline void slot_hb_release(const struct jp__mpring *q, uint64_t pos, const void *side)
 {
 	if (jp_unlikely(jp__annotate))
 		slot_hb_announce(q, pos, side, true);
 }
 
-static inline void slot_hb_acquire(const JP_MPRING_T *q, uint64_t pos, const void *side)
+static inline void slot_hb_acquire(const struct jp__mpring *q, uint64_t pos, const void *side)
 {
 	if (jp_unlikely(jp__annotate))
 		slot_hb_announce(q, pos, side, false);
 }
 
-static inline void publish(JP_MPRING_T *q, uint64_t pos)
+static inline void publish(struct jp__mpring *q, uint64_t pos)
 {
 	slot_hb_release(q, pos, &q->tail);
 	/* release: the copy into the slot happens before the consumer's read. */
@@ -186,8 +198,7 @@ static inline void publish(JP_MPRING_T *q, uint64_t pos)
  * wait for the finish, as they wait for a copy in flight); a started pop
  * holds the slot until its finish frees it.
  */
-static inline __attribute__((always_inline)) int
-try_push_start(JP_MPRING_T *q, jp_queue_slot_t *slot)
+MPRING_INLINE int try_push_start(struct jp__mpring *q, jp_queue_slot_t *slot)
 {
 	uint64_t pos;
 	bool closed;
@@ -202,7 +213,7 @@ try_push_start(JP_MPRING_T *q, jp_queue_slot_t *slot)
 	return 0;
 }
 
-JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
+MPRING_INLINE int mpring_try_push(struct jp__mpring *q, const void *elem)
 {
 	jp_queue_slot_t s;
 	int r;
@@ -218,7 +229,7 @@ JP_EXPORT int JP_MPRING(_try_push)(JP_MPRING_T *q, const void *elem)
 	return 0;
 }
 
-JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t n)
+MPRING_INLINE size_t mpring_push_bulk(struct jp__mpring *q, const void *elems, size_t n)
 {
 	uint64_t pos;
 	bool closed;
@@ -242,10 +253,12 @@ JP_EXPORT size_t JP_MPRING(_push_bulk)(JP_MPRING_T *q, const void *elems, size_t
 
 /*
  * Claim up to n consecutive published positions from head; 0 when none is
- * published, with *status EAGAIN or (closed and drained) EPIPE.
+ * published, with *status EAGAIN or (closed and drained) EPIPE.  mc: the
+ * consumers claim with a compare-exchange on head; without it the single
+ * consumer owns head.
  */
-static inline __attribute__((always_inline)) size_t
-claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
+MPRING_INLINE size_t claim_pop(struct jp__mpring *q, size_t n, uint64_t *first, int *status,
+			       const bool mc)
 {
 	/* relaxed: a guess, validated by the slot's seq and the CAS. */
 	uint64_t pos = atomic_load_explicit(&q->head, memory_order_relaxed);
@@ -263,26 +276,22 @@ claim_pop(JP_MPRING_T *q, size_t n, uint64_t *first, int *status)
 			*status = EAGAIN;
 			if (JP__Q_POS(t) == pos && (t & JP__Q_CLOSED))
 				*status = EPIPE;	/* nothing claimed, nothing can be */
-#if JP_MPRING_MC
-			else if (atomic_load(&q->head) != pos) {
+			else if (mc && atomic_load(&q->head) != pos) {
 				pos = atomic_load(&q->head);
 				continue;
 			}
-#endif
 			return 0;
 		}
-#if JP_MPRING_MC
 		/* seq_cst: the waker's half of the Dekker pair with a sleeping
 		 * producer (see queue_internal.h). */
-		if (!atomic_compare_exchange_weak(&q->head, &pos, pos + k))
+		if (mc && !atomic_compare_exchange_weak(&q->head, &pos, pos + k))
 			continue;
-#endif
 		*first = pos;
 		return k;
 	}
 }
 
-static inline void release_slot(JP_MPRING_T *q, uint64_t pos)
+static inline void release_slot(struct jp__mpring *q, uint64_t pos)
 {
 	slot_hb_release(q, pos, &q->head);
 	/* release: our copy out happens before the next producer's copy in. */
@@ -290,35 +299,38 @@ static inline void release_slot(JP_MPRING_T *q, uint64_t pos)
 			      memory_order_release);
 }
 
-static void popped(JP_MPRING_T *q, uint64_t pos, size_t k)
+/*
+ * A single consumer's head moves past the k positions from pos.  release:
+ * the slots' release before head moves.  The single consumer publishes
+ * head with a plain store and pays no locked instruction (which would wait
+ * for the slot's sequence store to reach memory); its half of the Dekker
+ * pair with a sleeping producer is the asymmetric fence of
+ * queue_internal.h, like SPSC.
+ */
+static void popped_single(struct jp__mpring *q, uint64_t pos, size_t k)
 {
-#if !JP_MPRING_MC
-	/*
-	 * release: the slots' release before head moves.  The single consumer
-	 * publishes head with a plain store and pays no locked instruction
-	 * (which would wait for the slot's sequence store to reach memory);
-	 * its half of the Dekker pair with a sleeping producer is the
-	 * asymmetric fence of queue_internal.h, like SPSC.
-	 */
 	atomic_store_explicit(&q->head, pos + k, memory_order_release);
 	jp__q_fast_fence();
 	jp__park_chan_wake_fenced(&q->not_full);
-	(void)k;
-#else
-	(void)pos;
-	jp__park_chan_wake(&q->not_full);	/* after the seq_cst CAS of head */
-#endif
 }
 
-static inline __attribute__((always_inline)) int
-try_pop_start(JP_MPRING_T *q, jp_queue_slot_t *slot)
+/* After a pop of k positions from pos: wake a producer waiting for room. */
+MPRING_INLINE void popped(struct jp__mpring *q, uint64_t pos, size_t k, const bool mc)
+{
+	if (mc)
+		jp__park_chan_wake(&q->not_full);	/* after the seq_cst CAS of head */
+	else
+		popped_single(q, pos, k);
+}
+
+MPRING_INLINE int try_pop_start(struct jp__mpring *q, jp_queue_slot_t *slot, const bool mc)
 {
 	uint64_t pos;
 	int status;
 
 	if (jp_unlikely(q == NULL || slot == NULL))
 		return EINVAL;
-	if (claim_pop(q, 1, &pos, &status) == 0)
+	if (claim_pop(q, 1, &pos, &status, mc) == 0)
 		return status;
 	slot_hb_acquire(q, pos, &q->tail);
 	slot->elem = slot_data(q, pos);
@@ -326,23 +338,23 @@ try_pop_start(JP_MPRING_T *q, jp_queue_slot_t *slot)
 	return 0;
 }
 
-JP_EXPORT int JP_MPRING(_try_pop)(JP_MPRING_T *q, void *elem)
+MPRING_INLINE int mpring_try_pop(struct jp__mpring *q, void *elem, const bool mc)
 {
 	jp_queue_slot_t s;
 	int r;
 
 	if (jp_unlikely(elem == NULL))
 		return EINVAL;
-	r = try_pop_start(q, &s);
+	r = try_pop_start(q, &s, mc);
 	if (r != 0)
 		return r;
 	jp__qcopy(elem, s.elem, q->esize);
 	release_slot(q, s.pos);
-	popped(q, s.pos, 1);
+	popped(q, s.pos, 1, mc);
 	return 0;
 }
 
-JP_EXPORT size_t JP_MPRING(_pop_bulk)(JP_MPRING_T *q, void *elems, size_t n)
+MPRING_INLINE size_t mpring_pop_bulk(struct jp__mpring *q, void *elems, size_t n, const bool mc)
 {
 	uint64_t pos;
 	int status;
@@ -352,7 +364,7 @@ JP_EXPORT size_t JP_MPRING(_pop_bulk)(JP_MPRING_T *q, void *elems, size_t n)
 		return 0;
 	if (q == NULL || elems == NULL)
 		return jp__qbulk_none(EINVAL);
-	k = claim_pop(q, n, &pos, &status);
+	k = claim_pop(q, n, &pos, &status, mc);
 	if (k == 0)
 		return jp__qbulk_none(status);
 	for (size_t i = 0; i < k; i++) {
@@ -360,100 +372,79 @@ JP_EXPORT size_t JP_MPRING(_pop_bulk)(JP_MPRING_T *q, void *elems, size_t n)
 		memcpy((unsigned char *)elems + i * q->esize, slot_data(q, pos + i), q->esize);
 		release_slot(q, pos + i);
 	}
-	popped(q, pos, k);
+	popped(q, pos, k, mc);
 	return k;
 }
 
-static int try_push_v(void *q, void *elem) { return JP_MPRING(_try_push)(q, elem); }
-static int try_pop_v(void *q, void *elem) { return JP_MPRING(_try_pop)(q, elem); }
-
 /* The re-checks of a parking caller: seq_cst loads (queue_internal.h). */
-static bool push_may_sleep(const void *qv)
+static inline bool push_may_sleep(const void *qv)
 {
-	JP_MPRING_T *q = (JP_MPRING_T *)qv;
+	struct jp__mpring *q = (struct jp__mpring *)qv;
 	uint64_t t = atomic_load(&q->tail);
 	uint64_t h = atomic_load(&q->head);
 
 	return !(t & JP__Q_CLOSED) && t - h > q->mask;
 }
 
-static bool pop_may_sleep(const void *qv)
+static inline bool pop_may_sleep(const void *qv)
 {
-	JP_MPRING_T *q = (JP_MPRING_T *)qv;
+	struct jp__mpring *q = (struct jp__mpring *)qv;
 	uint64_t t = atomic_load(&q->tail);
 	uint64_t h = atomic_load(&q->head);
 
 	return !(t & JP__Q_CLOSED) && t == h;
 }
 
-JP_EXPORT int JP_MPRING(_push)(JP_MPRING_T *q, const void *elem,
-			       const struct timespec *deadline)
+/*
+ * The blocking calls: try_op(q, arg) (a queue's try_push, try_pop or slot
+ * start, through a void * wrapper) until it does not return EAGAIN, parked
+ * on not_full or not_empty.  A single consumer publishes head with a plain
+ * store (popped()), so a producer waiting for room re-checks after the
+ * asymmetric fence (jp__qwait's asym).
+ */
+MPRING_INLINE int mpring_wait_push(void *q, jp__qtry_fn try_op, void *arg,
+				   const struct timespec *deadline, const bool mc)
 {
-	return jp__qwait(q, offsetof(JP_MPRING_T, not_full), try_push_v, push_may_sleep,
-			 (void *)elem, deadline, !JP_MPRING_MC);
+	return jp__qwait(q, offsetof(struct jp__mpring, not_full), try_op, push_may_sleep,
+			 arg, deadline, !mc);
 }
 
-JP_EXPORT int JP_MPRING(_pop)(JP_MPRING_T *q, void *elem,
-			      const struct timespec *deadline)
+MPRING_INLINE int mpring_wait_pop(void *q, jp__qtry_fn try_op, void *arg,
+				  const struct timespec *deadline)
 {
-	return jp__qwait(q, offsetof(JP_MPRING_T, not_empty), try_pop_v, pop_may_sleep,
-			 elem, deadline, false);
+	return jp__qwait(q, offsetof(struct jp__mpring, not_empty), try_op, pop_may_sleep,
+			 arg, deadline, false);
 }
 
 /* The finishes' check that a slot is as its start left it: a second
  * finish, or most slots of another queue, is not (a documented abort). */
-static bool slot_started(const JP_MPRING_T *q, const jp_queue_slot_t *slot, bool full)
+static inline bool slot_started(const struct jp__mpring *q, const jp_queue_slot_t *slot,
+				bool full)
 {
-	uint64_t seq = full ? seq_full(q, slot->pos) : seq_free(q, slot->pos);
+	uint64_t seq;
 
+	if (jp_unlikely(q == NULL || slot == NULL))
+		return false;
+	seq = full ? seq_full(q, slot->pos) : seq_free(q, slot->pos);
 	return slot->elem == slot_data(q, slot->pos) &&
 	       atomic_load_explicit(slot_seq(q, slot->pos), memory_order_relaxed) == seq;
 }
 
-static int try_push_start_v(void *q, void *slot) { return try_push_start(q, slot); }
-static int try_pop_start_v(void *q, void *slot) { return try_pop_start(q, slot); }
-
-JP_EXPORT int JP_MPRING(_try_push_start)(JP_MPRING_T *q, jp_queue_slot_t *slot)
+/* The finishes past that check. */
+MPRING_INLINE void mpring_push_finish(struct jp__mpring *q, const jp_queue_slot_t *slot)
 {
-	return try_push_start(q, slot);
-}
-
-JP_EXPORT int JP_MPRING(_push_start)(JP_MPRING_T *q, jp_queue_slot_t *slot,
-				     const struct timespec *deadline)
-{
-	return jp__qwait(q, offsetof(JP_MPRING_T, not_full), try_push_start_v, push_may_sleep,
-			 slot, deadline, !JP_MPRING_MC);
-}
-
-JP_EXPORT void JP_MPRING(_push_finish)(JP_MPRING_T *q, jp_queue_slot_t *slot)
-{
-	if (jp_unlikely(q == NULL || slot == NULL || !slot_started(q, slot, false)))
-		jp__die(JP_MPRING_NAME "_push_finish: the slot was not started on this queue");
 	publish(q, slot->pos);
 	jp__park_chan_wake(&q->not_empty);
 }
 
-JP_EXPORT int JP_MPRING(_try_pop_start)(JP_MPRING_T *q, jp_queue_slot_t *slot)
+MPRING_INLINE void mpring_pop_finish(struct jp__mpring *q, const jp_queue_slot_t *slot,
+				     const bool mc)
 {
-	return try_pop_start(q, slot);
-}
-
-JP_EXPORT int JP_MPRING(_pop_start)(JP_MPRING_T *q, jp_queue_slot_t *slot,
-				    const struct timespec *deadline)
-{
-	return jp__qwait(q, offsetof(JP_MPRING_T, not_empty), try_pop_start_v, pop_may_sleep,
-			 slot, deadline, false);
-}
-
-JP_EXPORT void JP_MPRING(_pop_finish)(JP_MPRING_T *q, jp_queue_slot_t *slot)
-{
-	if (jp_unlikely(q == NULL || slot == NULL || !slot_started(q, slot, true)))
-		jp__die(JP_MPRING_NAME "_pop_finish: the slot was not started on this queue");
 	release_slot(q, slot->pos);
-	popped(q, slot->pos, 1);
+	popped(q, slot->pos, 1, mc);
 }
 
-JP_EXPORT void JP_MPRING(_close)(JP_MPRING_T *q)
+static inline void mpring_close(struct jp__mpring *q)
 {
 	if (q == NULL)
 		return;
@@ -462,20 +453,22 @@ JP_EXPORT void JP_MPRING(_close)(JP_MPRING_T *q)
 	jp__park_chan_bump(&q->not_full);
 }
 
-JP_EXPORT size_t JP_MPRING(_size)(const JP_MPRING_T *q)
+static inline size_t mpring_size(const struct jp__mpring *q)
 {
 	uint64_t h, t;
 
 	if (q == NULL)
 		return 0;
-	h = atomic_load(&((JP_MPRING_T *)q)->head);
-	t = JP__Q_POS(atomic_load(&((JP_MPRING_T *)q)->tail));
+	h = atomic_load(&((struct jp__mpring *)q)->head);
+	t = JP__Q_POS(atomic_load(&((struct jp__mpring *)q)->tail));
 	if (t <= h)
 		return 0;
 	return t - h > q->mask + 1 ? q->mask + 1 : (size_t)(t - h);
 }
 
-JP_EXPORT size_t JP_MPRING(_capacity)(const JP_MPRING_T *q)
+static inline size_t mpring_capacity(const struct jp__mpring *q)
 {
 	return q == NULL ? 0 : q->mask + 1;
 }
+
+#endif /* JP_MPRING_H */

@@ -58,16 +58,13 @@
  * same way and sleeps on rout; the reader whose departure makes rout equal
  * the ticket wakes it.
  *
- * Race detectors: under valgrind, the lock's words are benign races (they
- * are accessed atomically) and the happens-before client requests go on
- * two addresses: a writer's unlock publishes on &rin (to readers and to the
- * next writer), a reader's unlock on &rout (to the next writer), so readers
- * are not ordered with each other.  In a process that runs
- * ThreadSanitizer (whether or not the library is instrumented: sync.h's
- * mode), every lock and unlock is told to TSan as a mutex's, with the read
- * flag for readers.  Lock-order checking (lockdep.c) records read and
- * write acquisitions.  All of it is on the branch the fast paths take when
- * the mode is not PLAIN.
+ * Race detectors, all on the branch the fast paths take when sync.h's mode
+ * is not PLAIN.  Valgrind: the lock's words are benign races (accessed
+ * atomically); a writer's unlock publishes happens-before on &rin (to
+ * readers and the next writer), a reader's on &rout (to the next writer),
+ * so readers are not ordered with each other.  ThreadSanitizer (library
+ * instrumented or not): every lock and unlock is told as a mutex's, with
+ * the read flag for readers.  lockdep.c records read and write acquisitions.
  *
  * Misuse.  Destroy of a lock that a reader or writer holds or waits for
  * aborts, always (in_use: three loads in destroy, nothing elsewhere).  An
