@@ -144,7 +144,7 @@ extern bool jp__annotate;
 #define JP_HB_RELEASE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_before(obj); } while (0)
 #define JP_HB_ACQUIRE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_after(obj); } while (0)
 
-/* ---- unrecoverable misuse ---------------------------------------------- */
+/* ---- unrecoverable misuse (msg.c) ------------------------------------ */
 /*
  * Print "jpsync: <what>\n" (or "jpsync: <what> of 0x<ptr>\n") on stderr and
  * abort.  Neither allocates memory, so both are safe inside the allocator.

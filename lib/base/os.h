@@ -7,6 +7,8 @@
  * the page size; calls that can fail return 0 or an errno value (never -1
  * with errno).  Nothing here allocates memory with malloc, so everything is
  * safe to call from inside the allocator and before it is initialised.
+ * The formatting of messages (msg.c beside os.c) is declared here too: it
+ * shares that contract, and every message ends in jp__os_write.
  */
 #ifndef JP_OS_H
 #define JP_OS_H
@@ -96,6 +98,8 @@ void jp__os_random(void *buf, size_t len);
 int jp__os_write(int fd, const void *buf, size_t len);
 /* Write a NUL-terminated string. */
 int jp__os_puts(int fd, const char *s);
+/* ---- "msg.c": numbers and the string builder, for the messages ------- */
+
 /* Format v in hex ("0x..."), into buf of at least 19 bytes; returns buf. */
 char *jp__fmt_hex(char *buf, uintptr_t v);
 /* Format v in decimal into buf of at least 21 bytes; returns buf. */

@@ -1,0 +1,199 @@
+/*
+ * msg.c - the library's messages: numbers formatted without printf, the
+ * string builder every message is put together with (on the stack, with
+ * no allocation: they are written from malloc, signal handlers and
+ * fork handlers), and the one way misuse ends (jp__die: one line on
+ * stderr, abort).  Declared in os.h, under "msg.c".
+ */
+#include "os.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *jp__fmt_hex(char *buf, uintptr_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[16];
+	int n = 0, i = 0;
+
+	do {
+		tmp[n++] = digits[v & 15];
+		v >>= 4;
+	} while (v != 0);
+	buf[i++] = '0';
+	buf[i++] = 'x';
+	while (n > 0)
+		buf[i++] = tmp[--n];
+	buf[i] = '\0';
+	return buf;
+}
+
+char *jp__fmt_u64(char *buf, uint64_t v)
+{
+	char tmp[20];
+	int n = 0, i = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	while (n > 0)
+		buf[i++] = tmp[--n];
+	buf[i] = '\0';
+	return buf;
+}
+
+char *jp__fmt_bytes(char *buf, uint64_t v)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	uint64_t whole = v, tenths = 0;
+	int u = -1;
+	size_t n;
+
+	if (v < 1024) {
+		jp__fmt_u64(buf, v);
+		strcat(buf, " B");
+		return buf;
+	}
+	/* One decimal, rounded: 1536 is 1.5 KiB, 1048064 is 1023.5 KiB. */
+	while (whole >= 1024 && u < 5) {
+		tenths = (whole % 1024) * 10 + 512;
+		whole /= 1024;
+		u++;
+	}
+	tenths /= 1024;
+	if (tenths >= 10) {
+		whole++;
+		tenths -= 10;
+		if (whole == 1024 && u < 5) {
+			whole = 1;
+			u++;
+		}
+	}
+	jp__fmt_u64(buf, whole);
+	n = strlen(buf);
+	buf[n++] = '.';
+	buf[n++] = (char)('0' + tenths);
+	buf[n++] = ' ';
+	memcpy(buf + n, unit[u], strlen(unit[u]) + 1);
+	return buf;
+}
+
+void jp__str_add(char *buf, size_t cap, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n > cap - 1 - *len)
+		n = cap - 1 - *len;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
+void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
+		       size_t n, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char one[5] = { (char)c, '\0' };
+
+		if (c == '\\') {
+			one[1] = '\\';
+			one[2] = '\0';
+		} else if (c < 0x20 || c == 0x7f) {
+			one[0] = '\\';
+			one[1] = 'x';
+			one[2] = hex[c >> 4];
+			one[3] = hex[c & 15];
+			one[4] = '\0';
+		}
+		jp__str_add(buf, cap, len, one);
+	}
+	if (n > max)
+		jp__str_add(buf, cap, len, "...");
+}
+
+/* ---- misuse ------------------------------------------------------------- */
+
+void jp__die(const char *what)
+{
+	char line[256];
+	size_t n = strlen(what);
+
+	if (n > sizeof line - 10)
+		n = sizeof line - 10;
+	memcpy(line, "jpsync: ", 8);
+	memcpy(line + 8, what, n);
+	line[8 + n] = '\n';
+	jp__os_write(2, line, n + 9);
+	abort();
+}
+
+void jp__die_ptr(const char *what, const void *ptr)
+{
+	char line[256], hex[20];
+	size_t n = strlen(what), h;
+
+	if (n > sizeof line - 40)
+		n = sizeof line - 40;
+	jp__fmt_hex(hex, (uintptr_t)ptr);
+	h = strlen(hex);
+	memcpy(line, "jpsync: ", 8);
+	memcpy(line + 8, what, n);
+	memcpy(line + 8 + n, " of ", 4);
+	memcpy(line + 12 + n, hex, h);
+	line[12 + n + h] = '\n';
+	jp__os_write(2, line, n + h + 13);
+	abort();
+}
+
+static void str_off(char *line, size_t cap, size_t *len, long long v)
+{
+	char num[24];
+
+	if (v < 0)
+		jp__str_add(line, cap, len, "-");
+	jp__str_add(line, cap, len, jp__fmt_u64(num, v < 0 ? (uint64_t)-v : (uint64_t)v));
+}
+
+static void block_msg(char *line, size_t cap, const char *what, const void *ptr,
+		   size_t size, long long first, long long last, const char *note)
+{
+	char num[24];
+	size_t len = 0;
+
+	line[0] = '\0';
+	jp__str_add(line, cap, &len, what);
+	jp__str_add(line, cap, &len, " of ");
+	jp__str_add(line, cap, &len, jp__fmt_hex(num, (uintptr_t)ptr));
+	if (size != SIZE_MAX) {
+		jp__str_add(line, cap, &len, " (");
+		jp__str_add(line, cap, &len, jp__fmt_u64(num, size));
+		jp__str_add(line, cap, &len, size == 1 ? " byte)" : " bytes)");
+	}
+	if (first <= last) {
+		jp__str_add(line, cap, &len, first == last ? ": byte " : ": bytes ");
+		str_off(line, cap, &len, first);
+		if (first != last) {
+			jp__str_add(line, cap, &len, " to ");
+			str_off(line, cap, &len, last);
+		}
+		jp__str_add(line, cap, &len, " changed");
+	}
+	if (note != NULL) {
+		jp__str_add(line, cap, &len, " (");
+		jp__str_add(line, cap, &len, note);
+		jp__str_add(line, cap, &len, ")");
+	}
+}
+
+void jp__die_block(const char *what, const void *ptr, size_t size,
+		   long long first, long long last, const char *note)
+{
+	char line[240];
+
+	block_msg(line, sizeof line, what, ptr, size, first, last, note);
+	jp__die(line);
+}
