@@ -98,7 +98,7 @@ static size_t huge_offset(size_t align)
  * in all) or taken (beyond the new block), as ecd067f did, made every
  * block of mimalloc-bench's malloc-large and every restart of a realloc
  * growth chain fault in again, at once, the pages just given back: one
- * madvise per allocation, 2.6x slower than 1.0.0 (issue 26).  What the
+ * madvise per allocation, 2.6x slower than 1.0.0.  What the
  * cached mappings keep resident is bounded by hcache_limit(), which
  * shrinks with what the program maps, so a program that frees most of
  * its heap keeps at most about 11 MiB there until the mappings age out.
