@@ -5,7 +5,7 @@
  * Built twice from this one file, so that the library and the preload
  * module answer the same questions:
  *   tests/alloc/alloc-edges   EDGES_JP: the jp_* functions, linked to
- *                             libjpsync; run by test-alloc in environments
+ *                             libjpsync; run by test-alloc-env in environments
  *                             of its own (default, JPSYNC_CHECK=1, the cache
  *                             and magazine variables at their limits)
  *   tests/shim/preload-edges  the C names (malloc ... pvalloc), not linked

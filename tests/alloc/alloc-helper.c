@@ -1,5 +1,5 @@
 /*
- * alloc-helper.c - small programs for test-alloc and check-alloc-valgrind.sh
+ * alloc-helper.c - small programs for the test-alloc suites and check-alloc-valgrind.sh
  * that need an environment of their own (options are read once per
  * process) or a tool around them.
  *

@@ -2,7 +2,7 @@
  * test-check.c - JPSYNC_CHECK=1 (lib/alloc/check.c), white-box: the allocator
  * linked in (libjpsync-core.la), check mode switched on before its first
  * allocation, and jp__check_hook set so that findings are counted here
- * instead of aborting the suite.  (test-alloc's misuse suite runs the
+ * instead of aborting the suite.  (test-alloc-env runs the check-mode
  * aborting path and its exact message in child processes.)
  *
  * Correct use of every kind never draws a finding: aligned blocks of every

@@ -462,7 +462,7 @@ int main(int argc, char **argv)
 				   "valgrind or ThreadSanitizer: the fork starves or hangs");
 	} else if (jp_test_emulated()) {
 		/* qemu-user aborts now and then when a guest forks while
-		 * another guest thread runs (test-alloc.c says more). */
+		 * another guest thread runs (test-alloc-fork.c says more). */
 		jp_test_unregister(tests, test_fork,
 				   "qemu-user: fork while threads run aborts the emulator");
 	}
