@@ -460,10 +460,11 @@ int main(void)
 				   "sanitizer build: the runtime must load first");
 	if (jp_test_on_drd()) {
 		/* After the fork stress, every lock's happens-before
-		 * annotation costs drd milliseconds, and the memory cases that
-		 * follow took more than 20 minutes each in CI (vgdb: always
-		 * in the annotation); with the stress left out the whole suite
-		 * takes 106 s.  memcheck and helgrind run both. */
+		 * annotation costs drd milliseconds: the memory cases that
+		 * followed it (when test-alloc was one program) took more than
+		 * 20 minutes each in CI (vgdb: always in the annotation); with
+		 * the stress left out that suite took 106 s.  memcheck and
+		 * helgrind run it. */
 		jp_test_unregister(fork_tests, test_fork_threads_in_malloc,
 				   "drd: makes every later lock annotation slow");
 	}
