@@ -313,7 +313,7 @@ static void test_huge_cache_reuse(void)
 }
 
 /*
- * Taking a mapping from the huge cache gives no pages back (issue 26): a
+ * Taking a mapping from the huge cache gives no pages back: a
  * realloc growth chain that restarts in a freed chain's mapping, or a
  * block freed and a like one allocated, would otherwise madvise pages
  * away and fault them in again at once.  Only huge blocks here, after a
@@ -452,7 +452,7 @@ static size_t resident_bytes(const void *p, size_t n)
 
 /*
  * A big block that goes to the huge cache leaves its mapping there and its
- * pages resident (no madvise on the way in or out: issue 26); the next
+ * pages resident (no madvise on the way in or out); the next
  * block of the size takes the mapping, and a calloc of it still gets
  * zeros.  The trim unmaps it.
  */
