@@ -272,7 +272,7 @@ static JP_NOINLINE void free_generic(void *p)
  * it cannot stand in for any test of the plain free (the registry byte,
  * the block test, the key all check the pointer, which the size says
  * nothing about), and the class it names would cost a bounds test and a
- * table load to save the one load of binoff (tests/bench/README).
+ * table load to save the one load of binoff (alloc-pair, doc/benchmarks.md).
  */
 static inline bool free_fast(void *p, size_t size, const bool sized)
 {

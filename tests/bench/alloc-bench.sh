@@ -1,5 +1,5 @@
 #!/bin/sh
-# alloc-bench.sh - the allocator benchmark driver (contract: tests/bench/README).
+# alloc-bench.sh - the allocator benchmark driver (contract: doc/benchmarks.md).
 #
 # For each repetition, workload and thread count, runs tests/bench/alloc-bench
 # once under every implementation, in an order rotated each repetition:
@@ -10,7 +10,7 @@
 # (tests/bench/alloc-pair at two N; the difference cancels start-up).
 #
 # Writes $JPSYNC_BENCH_OUT/alloc-bench.csv and alloc-bench.notes, prints the
-# tables of medians (markdown, as pasted into tests/bench/README) and exits 1
+# tables of medians (markdown, as in doc/benchmarks.md) and exits 1
 # when any run crashed, timed out or failed its check.
 #
 # Environment (besides the contract's JPSYNC_BENCH_REPS, _QUICK, _OUT):

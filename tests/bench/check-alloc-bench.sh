@@ -5,7 +5,7 @@
 # their operator delete came from); a bad option is refused; and the
 # driver, in quick mode on glibc alone, writes the contract's CSV header and
 # one valid row per run, and prints the median table.  Speed is not checked
-# here (tests/bench/README: make bench).
+# here (doc/benchmarks.md: make bench).
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi

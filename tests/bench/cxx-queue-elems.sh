@@ -1,5 +1,5 @@
 #!/bin/sh
-# cxx-queue-elems.sh: the cells of tests/bench/README's "C++ queue
+# cxx-queue-elems.sh: the cells of doc/benchmarks.md's "C++ queue
 # elements", interleaved (slot, then ptr, for every cell, JPSYNC_BENCH_REPS
 # times, default 7), under glibc malloc and under jp_alloc through the
 # preload module; prints the median ns per element of each cell.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# pool-bench.sh - the driver of pool-bench (see tests/bench/README): pool
+# pool-bench.sh - the driver of pool-bench (see doc/benchmarks.md): pool
 # get/put per thread at 1, 2, 4, 8 threads (jp_pool through the inline
 # jp_pool_local handle, with the thread cache through jp_pool_get/put, and
 # without it; jp_alloc when built in; glibc malloc/free; a free list under

@@ -1,5 +1,5 @@
 #!/bin/sh
-# queue-bench.sh - the driver of queue-bench (see tests/bench/README):
+# queue-bench.sh - the driver of queue-bench (see doc/benchmarks.md):
 # throughput of jp_spsc/jp_mpsc/jp_mpmc against ck_ring and a pthread_mutex
 # ring, producers:consumers 1:1, 2:1, 2:2 and 4:4, interleaved and repeated.
 set -u

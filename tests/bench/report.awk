@@ -1,6 +1,6 @@
 # report.awk: the arithmetic and layout of the benchmark report (driven by
 # tests/bench/report.sh).  Reads the drivers' CSVs (the header and columns
-# of the driver contract in tests/bench/README) and writes, under WORK:
+# of the driver contract in doc/benchmarks.md) and writes, under WORK:
 #
 #   status.tsv        per CSV: name, rows, FAILED rows, malformed lines, header ok
 #   medians.tsv       per benchmark/workload/unit/threads/implementation: the

@@ -1,6 +1,6 @@
 #!/bin/sh
 # report.sh: run every benchmark driver (the driver contract of
-# tests/bench/README), then write a results folder with the drivers' CSVs,
+# doc/benchmarks.md), then write a results folder with the drivers' CSVs,
 # summary.md (medians, jpsync against the best peer, notes, versions),
 # machine.txt and PNG charts drawn with gnuplot.  `make bench-report` and
 # `make bench-report-quick` run it from the build tree.

@@ -1,6 +1,6 @@
 /*
  * rwlock-bench.c - reader-writer locks under a read-mostly load (driven by
- * tests/bench/rwlock-bench.sh; see tests/bench/README).
+ * tests/bench/rwlock-bench.sh; see doc/benchmarks.md).
  *
  *   rwlock-bench mix WRITE_PCT IMPL THREADS SECONDS
  *       Every thread loops for SECONDS: with probability WRITE_PCT/100 it

@@ -1,6 +1,6 @@
 #!/bin/sh
 # rwlock-bench.sh - reader-writer locks (driver contract: see
-# tests/bench/README).
+# doc/benchmarks.md).
 #
 #   rwlock      0, 10 and 50% writes at 1, 2, 4, 8, 16 threads for
 #               jp_rwlock, pthread_rwlock (glibc's default),

@@ -2,7 +2,7 @@
  * report's plumbing (tests/bench/report.sh) in `make check`, so the report
  * is tested without running the real, slow, load-sensitive benchmarks.
  * Its driver, tests/bench/selftest-bench.sh, follows the driver contract of
- * tests/bench/README and is a minimal template for a real driver.
+ * doc/benchmarks.md and is a minimal template for a real driver.
  *
  *   selftest-bench WORKLOAD THREADS IMPLEMENTATION
  *

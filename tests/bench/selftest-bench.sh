@@ -1,7 +1,7 @@
 #!/bin/sh
 # selftest-bench.sh: the driver of tests/bench/selftest-bench, used by
 # tests/bench/check-bench-report.sh to test the benchmark report's plumbing.  It
-# follows the driver contract of tests/bench/README (and is the smallest
+# follows the driver contract of doc/benchmarks.md (and is the smallest
 # example of it): JPSYNC_BENCH_REPS, JPSYNC_BENCH_QUICK, JPSYNC_BENCH_OUT in;
 # selftest-bench.csv and selftest-bench.notes out; a table of medians on
 # stdout; exit status non-zero when any run failed.

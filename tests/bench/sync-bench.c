@@ -1,6 +1,6 @@
 /*
  * sync-bench.c - the lock and wait/notify benchmarks of libjpsync
- * (driven by tests/bench/sync-bench.sh; see tests/bench/README).
+ * (driven by tests/bench/sync-bench.sh; see doc/benchmarks.md).
  *
  *   sync-bench lock WORKLOAD IMPL THREADS SECONDS
  *       WORKLOAD short (empty critical section), mixed (~100 pause

@@ -1,6 +1,6 @@
 #!/bin/sh
 # sync-bench.sh - the synchronisation benchmarks (driver contract: see
-# tests/bench/README).
+# doc/benchmarks.md).
 #
 #   lock        short, mixed and fairness workloads at 1, 2, 4, 8, 16
 #               threads for jp_mutex, pthread_mutex, pthread_spin,
@@ -36,7 +36,7 @@ if [ "$quick" = 1 ]; then
   threads="1 2 4"; secs=0.05; rounds=100
 else
   # 1 s: long enough for 16 threads on 2 cores to get many scheduler
-  # slices each, so that the fewest share measures the lock (README).
+  # slices each, so that the fewest share measures the lock.
   threads="1 2 4 8 16"; secs=${JPSYNC_BENCH_LOCK_SECONDS:-1}; rounds=1000
 fi
 failed=0
