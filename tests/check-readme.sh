@@ -95,6 +95,10 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig" PKG_CONFIG_LIBDIR="$libdir/pkgconfig"
 # A --prefix install's library is found through LD_LIBRARY_PATH (README,
 # "From the source tree"); here the prefix lies under DESTDIR.
 export LD_LIBRARY_PATH="$libdir"
+# Under an emulator the program's own library path is JP_TARGET_LIBPATH
+# (tests/target-exec.sh): the host's loader must not see a foreign one.
+JP_TARGET_LIBPATH="$libdir${JP_TARGET_LIBPATH:+:$JP_TARGET_LIBPATH}"
+export JP_TARGET_LIBPATH
 mkdir -p "$tmp/src/examples"
 cp "$top_srcdir/examples/hello.c" "$tmp/src/examples/"
 # The README's `cc` is the configured compiler, with the build's sanitizers.

@@ -365,8 +365,6 @@ void jp__live_add(uint64_t delta);
 
 /* ---- "os.c" (the allocator's block at its end) ------------------------ */
 
-int jp__os_resize(void *addr, size_t old_size, size_t new_size);
-int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
 /* Give the pages of [addr, addr + size) back and make it inaccessible (it
  * stays reserved). */
 int jp__os_protect_none(void *addr, size_t size);

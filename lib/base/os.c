@@ -320,16 +320,25 @@ int jp__os_gettid(void)
 
 /* ---- alloc: in-place and fixed-destination mremap ----------------------
  * For huge blocks, which must stay 4 MiB-aligned (the allocator finds their
- * header by masking the pointer).  Declared in alloc_internal.h. */
+ * header by masking the pointer).  jp__os_resize and jp__os_move are
+ * declared in os.h, jp__os_protect_none in alloc_internal.h. */
 
-int jp__os_resize(void *addr, size_t old_size, size_t new_size);
-int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
 int jp__os_protect_none(void *addr, size_t size);
 
-/* Grow or shrink a mapping where it is; ENOMEM when it cannot grow there. */
+/*
+ * Grow or shrink a mapping where it is; ENOMEM when it cannot grow there.
+ * A shrink unmaps the tail, which is what an in-place mremap does, and is
+ * also right under qemu-user 7.2 (Debian 12): for a 32-bit program it
+ * answers an in-place mremap shrink by reserving the range past the old
+ * end, taking the next mapping's pages away from the program.
+ */
 int jp__os_resize(void *addr, size_t old_size, size_t new_size)
 {
-	void *p = mremap(addr, old_size, new_size, 0);
+	void *p;
+
+	if (new_size < old_size)
+		return munmap((char *)addr + new_size, old_size - new_size) == 0 ? 0 : errno;
+	p = mremap(addr, old_size, new_size, 0);
 
 	if (p == MAP_FAILED)
 		return errno == EAGAIN ? ENOMEM : errno;

@@ -46,6 +46,10 @@ int jp__os_unmap(void *addr, size_t size);
 int jp__os_decommit(void *addr, size_t size);
 /* Grow or shrink a mapping, moving it if needed; *addr is updated. */
 int jp__os_remap(void **addr, size_t old_size, size_t new_size);
+/* Grow or shrink a mapping where it is (ENOMEM: it cannot grow there). */
+int jp__os_resize(void *addr, size_t old_size, size_t new_size);
+/* Move a mapping's pages to dest, replacing what is mapped there. */
+int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
 /* The machine's memory, RAM and swap, in bytes (SIZE_MAX if unknown): no
  * mapping larger than this can ever be filled. */
 size_t jp__os_mem_bytes(void);

@@ -99,8 +99,21 @@ static int run_path(const char *path)
 		fprintf(stderr, "replay: %s: %s\n", path, strerror(errno));
 		return 99;
 	}
-	while ((e = readdir(d)) != NULL) {
+	for (;;) {
 		char *full;
+
+		/* readdir's NULL is the end or an error (a 32-bit program
+		 * without large-file offsets gets EOVERFLOW from a directory
+		 * whose offsets are 64-bit hashes, as ext4's are). */
+		errno = 0;
+		e = readdir(d);
+		if (e == NULL) {
+			if (errno != 0) {
+				fprintf(stderr, "replay: %s: %s\n", path, strerror(errno));
+				rc = 99;
+			}
+			break;
+		}
 
 		if (e->d_name[0] == '.')
 			continue;	/* ., .. and hidden files */
