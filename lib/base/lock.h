@@ -67,7 +67,21 @@ static inline void jp__unlock(struct jp__lock *l)
 		jp__unlock_wake(l);
 }
 
-/* Tell helgrind and drd that the lock word itself is raced on purpose. */
+/* Take l if it is free, without waiting; true when taken. */
+static inline bool jp__trylock(struct jp__lock *l)
+{
+	uintptr_t z = 0;
+
+	if (!atomic_compare_exchange_strong_explicit(&l->owner, &z, (uintptr_t)pthread_self(),
+			memory_order_acquire, memory_order_relaxed))
+		return false;
+	if (jp_unlikely(jp__lock_annotate))
+		jp__hb_after(l);
+	return true;
+}
+
+/* Tell helgrind and drd that the lock word itself is raced on purpose
+ * (a zeroed struct jp__lock is a free lock; this adds only that). */
 void jp__lock_init(struct jp__lock *l);
 
 /*

@@ -14,10 +14,8 @@ static _Atomic uint64_t pt_next_id = 1;
 
 static void hub_unref(struct jp__pt_hub *h)
 {
-	if (atomic_fetch_sub(&h->refs, 1) == 1) {
-		pthread_mutex_destroy(&h->lock);
+	if (atomic_fetch_sub(&h->refs, 1) == 1)
 		free(h);
-	}
 }
 
 static void hub_unlink(struct jp__pt_hub *h, struct jp__pt_rec *r)
@@ -45,12 +43,12 @@ static void pt_thread_exit(void *arg)
 		struct jp__pt_rec *next = r->tnext;
 		struct jp__pt_hub *h = r->hub;
 
-		pthread_mutex_lock(&h->lock);
+		jp__lock(&h->lock);
 		if (!h->dead) {
 			h->thread_exit(h->owner, r);
 			hub_unlink(h, r);
 		}
-		pthread_mutex_unlock(&h->lock);
+		jp__unlock(&h->lock);
 		hub_unref(h);
 		free(r);
 		r = next;
@@ -65,7 +63,7 @@ struct jp__pt_hub *jp__pt_hub_new(void *owner, size_t rec_size,
 
 	if (h == NULL)
 		return NULL;
-	pthread_mutex_init(&h->lock, NULL);
+	jp__lock_init(&h->lock);
 	atomic_init(&h->refs, 1);
 	h->id = atomic_fetch_add_explicit(&pt_next_id, 1, memory_order_relaxed);	/* only uniqueness matters */
 	h->owner = owner;
@@ -79,10 +77,10 @@ void jp__pt_hub_kill(struct jp__pt_hub *h)
 {
 	struct jp__pt_rec **pp = &jp__pt_tls.list;
 
-	pthread_mutex_lock(&h->lock);
+	jp__lock(&h->lock);
 	h->dead = true;
 	h->recs = NULL;
-	pthread_mutex_unlock(&h->lock);
+	jp__unlock(&h->lock);
 	/* The caller's own record can go now; other threads sweep theirs. */
 	while (*pp != NULL) {
 		struct jp__pt_rec *r = *pp;
@@ -111,9 +109,9 @@ static void sweep(void)
 		struct jp__pt_rec *r = *pp;
 		bool dead;
 
-		pthread_mutex_lock(&r->hub->lock);
+		jp__lock(&r->hub->lock);
 		dead = r->hub->dead;
-		pthread_mutex_unlock(&r->hub->lock);
+		jp__unlock(&r->hub->lock);
 		if (dead) {
 			*pp = r->tnext;
 			hub_unref(r->hub);
@@ -151,12 +149,12 @@ struct jp__pt_rec *jp__pt_get_slow(struct jp__pt_hub *h)
 	if (h->rec_init != NULL)
 		h->rec_init(r);
 	atomic_fetch_add(&h->refs, 1);
-	pthread_mutex_lock(&h->lock);
+	jp__lock(&h->lock);
 	r->onext = h->recs;
 	if (h->recs != NULL)
 		h->recs->oprev = r;
 	h->recs = r;
-	pthread_mutex_unlock(&h->lock);
+	jp__unlock(&h->lock);
 	r->tnext = jp__pt_tls.list;
 	jp__pt_tls.list = r;
 	jp__pt_tls.id = h->id;

@@ -28,6 +28,7 @@
 #define JP_PERTHREAD_H
 
 #include "jp_internal.h"
+#include "lock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,7 +36,7 @@
 
 struct jp__pt_rec;
 struct jp__pt_hub {
-	pthread_mutex_t lock;
+	struct jp__lock lock;
 	struct jp__pt_rec *recs;	/* under lock, only while alive */
 	bool dead;			/* under lock */
 	_Atomic unsigned refs;		/* the owner's, and one per record */

@@ -33,6 +33,7 @@
  * needs none.
  */
 #include "base/jp_internal.h"
+#include "base/lock.h"
 #include "base/os.h"
 #include "base/perthread.h"
 
@@ -57,7 +58,7 @@ struct limbo {
 struct ep_rec {
 	struct jp__pt_rec rec;
 	unsigned nest;			/* owner thread only */
-	pthread_mutex_t lock;		/* protects limbo (barrier takes others') */
+	struct jp__lock lock;		/* protects limbo (barrier takes others') */
 	struct limbo *limbo;
 	size_t nlimbo;
 	_Alignas(JP_CACHELINE) _Atomic uint64_t local;
@@ -86,7 +87,7 @@ static void ep_rec_init(struct jp__pt_rec *rec)
 {
 	struct ep_rec *r = (struct ep_rec *)rec;
 
-	pthread_mutex_init(&r->lock, NULL);
+	jp__lock_init(&r->lock);
 	atomic_init(&r->local, 0);
 	JP_BENIGN_RACE(&r->local, sizeof r->local, "reader word, accessed atomically");
 }
@@ -187,8 +188,8 @@ static bool advance_from(jp_epoch_t *e, uint64_t g, bool block)
 	struct jp__pt_rec *x;
 
 	if (block)
-		pthread_mutex_lock(&e->hub->lock);
-	else if (pthread_mutex_trylock(&e->hub->lock) != 0)
+		jp__lock(&e->hub->lock);
+	else if (!jp__trylock(&e->hub->lock))
 		return false;
 	atomic_thread_fence(memory_order_seq_cst);	/* pairs with enter's fence */
 	for (x = e->hub->recs; x != NULL; x = x->onext)
@@ -198,7 +199,7 @@ static bool advance_from(jp_epoch_t *e, uint64_t g, bool block)
 		JP_HB_RELEASE(&e->global);	/* what the scan saw, to the freers */
 		atomic_compare_exchange_strong(&e->global, &g, g + 1);
 	}
-	pthread_mutex_unlock(&e->hub->lock);
+	jp__unlock(&e->hub->lock);
 	return x == NULL;
 }
 
@@ -247,12 +248,12 @@ static void collect(jp_epoch_t *e, struct ep_rec *r)
 	try_advance(e);
 	g = atomic_load(&e->global);
 	JP_HB_ACQUIRE(&e->global);
-	pthread_mutex_lock(&r->lock);
+	jp__lock(&r->lock);
 	ripe = take_ripe(&r->limbo, &r->nlimbo, g);
-	pthread_mutex_unlock(&r->lock);
-	if (pthread_mutex_trylock(&e->hub->lock) == 0) {
+	jp__unlock(&r->lock);
+	if (jp__trylock(&e->hub->lock)) {
 		orph = take_ripe(&e->orphans, NULL, g);
-		pthread_mutex_unlock(&e->hub->lock);
+		jp__unlock(&e->hub->lock);
 	}
 	/* The free functions run with no lock held. */
 	run_list(ripe);
@@ -273,11 +274,11 @@ JP_EXPORT void jp_epoch_retire(jp_epoch_t *e, void *ptr, void (*free_fn)(void *)
 	l->ptr = ptr;
 	l->fn = free_fn != NULL ? free_fn : free;
 	l->tag = atomic_load(&e->global);
-	pthread_mutex_lock(&r->lock);
+	jp__lock(&r->lock);
 	l->next = r->limbo;
 	r->limbo = l;
 	full = ++r->nlimbo >= LIMBO_COLLECT;
-	pthread_mutex_unlock(&r->lock);
+	jp__unlock(&r->lock);
 	if (full)
 		collect(e, r);
 }
@@ -326,14 +327,14 @@ static struct limbo *take_all(jp_epoch_t *e)
 {
 	struct limbo *all = NULL;
 
-	pthread_mutex_lock(&e->hub->lock);
+	jp__lock(&e->hub->lock);
 	for (struct jp__pt_rec *x = e->hub->recs; x != NULL; x = x->onext) {
 		struct ep_rec *r = (struct ep_rec *)x;
 		struct limbo *l;
 
-		pthread_mutex_lock(&r->lock);
+		jp__lock(&r->lock);
 		l = take_ripe(&r->limbo, &r->nlimbo, UINT64_MAX);
-		pthread_mutex_unlock(&r->lock);
+		jp__unlock(&r->lock);
 		while (l != NULL) {
 			struct limbo *next = l->next;
 
@@ -349,7 +350,7 @@ static struct limbo *take_all(jp_epoch_t *e)
 		l->next = all;
 		all = l;
 	}
-	pthread_mutex_unlock(&e->hub->lock);
+	jp__unlock(&e->hub->lock);
 	return all;
 }
 
