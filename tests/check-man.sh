@@ -1,9 +1,10 @@
 #!/bin/sh
 # Every page lints clean under mandoc -Tlint and has the sections style.md
 # asks for, every public function (every name in lib/libjpsync.map) has a
-# page or a .so link in man/man3, jpsync(7) lists every JPSYNC_* variable of
-# lib/base/options.c with its default, and the EXAMPLES of every page compile
-# against the headers.
+# page or an alias page in man/man3 (a link to the page that documents it,
+# whose .Dt title it carries; tests/check-man-render.sh reads the aliases),
+# jpsync(7) lists every JPSYNC_* variable of lib/base/options.c with its
+# default, and the EXAMPLES of every page compile against the headers.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}"
 if [ -n "${VALGRIND:-}" ]; then echo "SKIP: not a valgrind check"; exit 77; fi
@@ -13,12 +14,17 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 cd "$top_srcdir/man"
+# is_alias PAGE: true for a page that is another page under another name (its
+# .Dt title is not its file name) or a .so page; they are linted, and their
+# examples compiled, as the page they stand for.
+is_alias() {
+  head -n1 "$1" | grep -q '^\.so ' && return 0
+  t=$(sed -n 's/^\.Dt[ 	][ 	]*\([^ 	]*\)[ 	][ 	]*\([^ 	]*\).*/\1.\2/p' "$1" |
+    head -n 1 | tr '[:upper:]' '[:lower:]')
+  [ -n "$t" ] && [ "$t" != "$(basename "$1")" ]
+}
 for page in man*/*.[0-9]; do
-  if head -n1 "$page" | grep -q '^\.so '; then
-    target=$(head -n1 "$page" | sed 's/^\.so //')
-    [ -f "$target" ] || { echo "FAIL: $page links to missing $target"; fail=1; }
-    continue
-  fi
+  is_alias "$page" && continue
   if ! "$MANDOC" -Tlint -W warning "$page" > "$tmp/lint" 2>&1 || [ -s "$tmp/lint" ]; then
     echo "FAIL: mandoc -Tlint $page:"; cat "$tmp/lint"; fail=1
   fi
@@ -36,7 +42,7 @@ done
 # SYNOPSIS, DESCRIPTION and SEE ALSO; a man3 page also LIBRARY and RETURN
 # VALUES.  (mandoc -Tlint above already checks their order.)
 for page in man*/*.[0-9]; do
-  head -n1 "$page" | grep -q '^\.so ' && continue
+  is_alias "$page" && continue
   req="NAME SYNOPSIS DESCRIPTION SEE_ALSO"
   case $page in man3/*) req="$req LIBRARY RETURN_VALUES" ;; esac
   for sec in $req; do
@@ -147,7 +153,7 @@ done
 # ".\\\" example: fragment" and is skipped.
 i=0
 for page in man*/*.[0-9]; do
-  head -n1 "$page" | grep -q '^\.so ' && continue
+  is_alias "$page" && continue
   grep -q '^\.\\" example: fragment' "$page" && continue
   grep -q '^\.Sh EXAMPLES' "$page" || continue
   i=$((i + 1))
