@@ -246,6 +246,52 @@ static void out_bytes(struct out *o, const char *label, uint64_t v)
 	out_str(o, jp__fmt_bytes(h, v));
 }
 
+/* ns as seconds with three decimals, right-aligned in 16, then " s". */
+static void out_secs(struct out *o, uint64_t ns)
+{
+	uint64_t ms = ns / 1000000;
+	char frac[6];
+
+	out_num(o, ms / 1000, 12);
+	frac[0] = '.';
+	frac[1] = (char)('0' + ms % 1000 / 100);
+	frac[2] = (char)('0' + ms % 100 / 10);
+	frac[3] = (char)('0' + ms % 10);
+	frac[4] = '\0';
+	out_str(o, frac);
+	out_str(o, " s");
+}
+
+/*
+ * The process as the kernel sees it, as mimalloc and time(1) show it: who
+ * it is, how long it has run, its CPU time, peak resident set and page
+ * faults.  getrusage and clock_gettime do not allocate.
+ */
+static void out_process(struct out *o)
+{
+	struct jp_os_usage u;
+	char name[80];
+
+	jp__os_usage(&u);
+	out_str(o, "  program         ");
+	out_str(o, jp__os_program_name(name, sizeof name));
+	out_str(o, ", pid ");
+	out_num(o, (uint64_t)getpid(), 0);
+	out_str(o, "\n  elapsed         ");
+	out_secs(o, jp__os_since_load_ns());
+	out_str(o, "  (since the library was loaded)\n  CPU time, user  ");
+	out_secs(o, u.utime_ns);
+	out_str(o, "\n  CPU time, system");
+	out_secs(o, u.stime_ns);
+	out_str(o, "\n");
+	out_bytes(o, "  peak RSS        ", u.max_rss);
+	out_str(o, "  (resident, from the kernel)\n  page faults     ");
+	out_num(o, u.minflt, 16);
+	out_str(o, " minor, ");
+	out_num(o, u.majflt, 0);
+	out_str(o, " major (read from disk)\n");
+}
+
 static void out_human(struct out *o, uint64_t v)
 {
 	char h[24];
@@ -278,6 +324,7 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	out_str(&o, " allocations, ");
 	out_pct_as(&o, st.cache_hits, st.cache_hits + st.cache_misses, false);
 	out_str(&o, " from thread caches\n");
+	out_process(&o);
 	/* The details, one labelled figure a line. */
 	out_bytes(&o, "  in use          ", st.in_use);
 	out_str(&o, "\n");

@@ -24,6 +24,9 @@
  * The check-* cases that must abort print "ptr=<the block>" on stderr
  * first, so that the test can compare the whole message.
  *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
+ *   alloc-helper stats-process   touches 16 MiB, sleeps 0.2 s, spends 0.05 s
+ *                                of CPU, prints "pid=<its pid>" on stderr
+ *                                (JPSYNC_STATS at exit: the process lines)
  *   alloc-helper stats-exact     small and huge blocks in known amounts:
  *                                checks in use, its peak and given back
  *                                exactly; prints "FAIL: ..." lines
@@ -46,6 +49,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *volatile sink;
@@ -338,6 +342,32 @@ static int fork_nested_stress(void)
 	return bad == 0 && !nested_bad ? 0 : 1;
 }
 
+/* ---- stats-process --------------------------------------------------- */
+
+/* What the table's process lines must show at least (test-alloc-env.c
+ * checks them): 16 MiB resident at once, 0.2 s asleep, 0.05 s of CPU. */
+static int stats_process(void)
+{
+	const size_t touched = (size_t)16 << 20;
+	struct timespec pause = { 0, 200000000 }, cpu;
+	volatile unsigned long spin = 0;
+	char *p = jp_alloc(touched);
+
+	if (p == NULL)
+		return 1;
+	memset(p, 1, touched);
+	sink = p;
+	jp_free(p);
+	nanosleep(&pause, NULL);
+	do {
+		for (int i = 0; i < 100000; i++)
+			spin++;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+	} while (cpu.tv_sec == 0 && cpu.tv_nsec < 50000000);
+	fprintf(stderr, "pid=%ld\n", (long)getpid());
+	return 0;
+}
+
 /* ---- stats-exact ----------------------------------------------------- */
 
 static int exact_bad;
@@ -527,6 +557,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(mode, "stats-exact") == 0)
 		return stats_exact();
+	if (strcmp(mode, "stats-process") == 0)
+		return stats_process();
 	if (strcmp(mode, "stats-close-stderr") == 0) {
 		/* As cat and sort do (close_stdout); then another file takes
 		 * number 2: the table must still reach the first stderr. */

@@ -149,6 +149,37 @@ static void test_stats_at_exit(void)
 	CU_ASSERT_FATAL(n > 0);
 	buf[n] = '\0';
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "jpsync allocator statistics"));
+
+	/* The process lines, at exit: the helper's name and pid, and at least
+	 * the time it slept, the CPU it spent, the bytes it touched. */
+	unlink(path);
+	run_helper("stats-process", env, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	unlink(path);
+	CU_ASSERT_FATAL(n > 0);
+	buf[n] = '\0';
+	{
+		struct table_process tp;
+		long pid = 0;
+
+		CU_ASSERT_EQUAL(sscanf(res.err, "pid=%ld", &pid), 1);
+		if (table_process(buf, &tp)) {
+			CU_ASSERT_PTR_NOT_NULL(strstr(tp.name, "alloc-helper"));
+			CU_ASSERT_EQUAL(tp.pid, pid);
+			CU_ASSERT(tp.elapsed >= 0.2);
+			CU_ASSERT(tp.elapsed < 86400.0);
+			CU_ASSERT(tp.user + tp.sys >= 0.045);
+			CU_ASSERT(tp.max_rss >= 16 * MiB);
+			CU_ASSERT(tp.minflt > 0);
+			if (!(tp.pid == pid && tp.elapsed >= 0.2 && tp.user + tp.sys >= 0.045 &&
+			      tp.max_rss >= 16 * MiB && tp.minflt > 0))
+				printf("\n%s%s\n", res.err, buf);
+		}
+	}
 }
 
 /*
