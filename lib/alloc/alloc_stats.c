@@ -285,11 +285,11 @@ static void out_process(struct out *o)
 	out_secs(o, u.stime_ns);
 	out_str(o, "\n");
 	out_bytes(o, "  peak RSS        ", u.max_rss);
-	out_str(o, "  (resident, from the kernel)\n  page faults     ");
+	out_str(o, "\n  page faults     ");
 	out_num(o, u.minflt, 16);
 	out_str(o, " minor, ");
 	out_num(o, u.majflt, 0);
-	out_str(o, " major (read from disk)\n");
+	out_str(o, " major\n");
 }
 
 static void out_human(struct out *o, uint64_t v)
