@@ -182,6 +182,35 @@ static void test_stats_at_exit(void)
 	}
 }
 
+/* JPSYNC_STATS_SIGNAL=USR2: a table each time the signal arrives (on
+ * stderr, JPSYNC_STATS unset), none at exit; a handler of the program's
+ * own replaces the library's. */
+static void test_stats_signal(void)
+{
+	struct jp_child_result res;
+	int tables = 0;
+
+	run_helper("stats-signal", "JPSYNC_STATS_SIGNAL=USR2", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	for (const char *s = res.err; (s = strstr(s, "jpsync allocator statistics (pid ")) != NULL; s++)
+		tables++;
+	CU_ASSERT_EQUAL(tables, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "\n  program         "));
+	if (!(res.exited && res.status == 0 && tables == 2))
+		printf("\nexited %d status %d signaled %d sig %d, %d tables:\n%s\n",
+		       res.exited, res.status, res.signaled, res.sig, tables, res.err);
+
+	run_helper("stats-signal-own", "JPSYNC_STATS_SIGNAL=USR2", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_STRING_EQUAL(res.err, "handled\n");
+
+	/* Signals that land inside the allocator, its locks held: no
+	 * deadlock, no crash (the tables go to /dev/null). */
+	run_helper("stats-signal-storm", "JPSYNC_STATS_SIGNAL=ALRM", "JPSYNC_STATS=/dev/null", &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_STRING_EQUAL(res.err, "done\n");
+}
+
 /*
  * In use, its peak and given back, to the byte, in a fresh process
  * (the peak is a process's): a thousand small blocks and 65 MiB held at
@@ -369,6 +398,7 @@ static CU_TestInfo env_tests[] = {
 	{ "JPSYNC_CHECK=1: free_sized above the requested size", test_check_free_sized },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "stats: in use, peak and given back exact, huge blocks freed", test_stats_exact },
+	{ "JPSYNC_STATS_SIGNAL: a table per signal; the program's handler wins", test_stats_signal },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },
 	{ "every size from SIZE_MAX - 65536 fails with ENOMEM, old blocks intact", test_edges_of_size_t },
