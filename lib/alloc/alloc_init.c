@@ -44,6 +44,9 @@ void jp__alloc_init_slow(void)
 		const struct jp_options *o = jp__options();
 		uintptr_t key;
 
+		/* The statistics' elapsed time counts from here when a
+		 * preloaded malloc runs before the constructors. */
+		jp__os_mark_load();
 		jp__os_random(&key, sizeof key);
 		/* Odd: never a block pointer, so a free list link is never
 		 * taken for the key. */

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -82,7 +83,23 @@ void jp__stats_fold(const struct jp_heap *h)
 	}
 }
 
-void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
+/*
+ * Take l; in a signal handler (interrupted), not if the interrupted code
+ * holds it: the lock word names its holder, and a thread that finds its
+ * own name there would wait for itself (false then).  A lock another
+ * thread holds is waited for: that thread releases it without our help.
+ */
+static bool take(struct jp__lock *l, bool interrupted)
+{
+	if (interrupted)
+		return jp__lock_for_fork(l);
+	jp__lock(l);
+	return true;
+}
+
+/* jp__stats_collect; false (and *st partly filled) when interrupted code
+ * holds a lock it needs. */
+static bool collect(struct jp_alloc_stats *st, uint64_t *class_miss, bool interrupted)
 {
 	uint64_t cm[JP_NCLASSES] = { 0 };
 	uint64_t cached = 0, misses = 0, in_spans = 0, chained = 0;
@@ -91,7 +108,8 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 	st->size = sizeof *st;
 	st->version = JP_ALLOC_STATS_VERSION;
 	st->nclasses = JP_NCLASSES;
-	jp__lock(&jp__heap_lock);
+	if (!take(&jp__heap_lock, interrupted))
+		return false;
 	for (struct jp_heap *h = jp__heaps; h != NULL; h = h->next) {
 		st->threads++;
 		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
@@ -117,7 +135,8 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 		for (unsigned a = 0; a < JP_NSHARDS; a++) {
 			struct jp_central *k = &jp__central[a][c];
 
-			jp__lock(&k->lock);
+			if (!take(&k->lock, interrupted))
+				return false;
 			in_spans += k->used_blocks * jp__classes[c].bsize;
 			chained += k->xfer_blocks * jp__classes[c].bsize;
 			jp__unlock(&k->lock);
@@ -148,6 +167,12 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
 	st->decommits = atomic_load_explicit(&jp__ag.decommits, memory_order_relaxed);
 	st->decommit_bytes = atomic_load_explicit(&jp__ag.decommit_bytes,
 						  memory_order_relaxed);
+	return true;
+}
+
+void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss)
+{
+	collect(st, class_miss, false);
 }
 
 JP_EXPORT int jp_alloc_stats(struct jp_alloc_stats *st, size_t st_size)
@@ -246,6 +271,52 @@ static void out_bytes(struct out *o, const char *label, uint64_t v)
 	out_str(o, jp__fmt_bytes(h, v));
 }
 
+/* ns as seconds with three decimals, right-aligned in 16, then " s". */
+static void out_secs(struct out *o, uint64_t ns)
+{
+	uint64_t ms = ns / 1000000;
+	char frac[6];
+
+	out_num(o, ms / 1000, 12);
+	frac[0] = '.';
+	frac[1] = (char)('0' + ms % 1000 / 100);
+	frac[2] = (char)('0' + ms % 100 / 10);
+	frac[3] = (char)('0' + ms % 10);
+	frac[4] = '\0';
+	out_str(o, frac);
+	out_str(o, " s");
+}
+
+/*
+ * The process as the kernel sees it, as mimalloc and time(1) show it: who
+ * it is, how long it has run, its CPU time, peak resident set and page
+ * faults.  getrusage and clock_gettime do not allocate.
+ */
+static void out_process(struct out *o)
+{
+	struct jp_os_usage u;
+	char name[80];
+
+	jp__os_usage(&u);
+	out_str(o, "  program         ");
+	out_str(o, jp__os_program_name(name, sizeof name));
+	out_str(o, ", pid ");
+	out_num(o, (uint64_t)getpid(), 0);
+	out_str(o, "\n  elapsed         ");
+	out_secs(o, jp__os_since_load_ns());
+	out_str(o, "  (since the library was loaded)\n  CPU time, user  ");
+	out_secs(o, u.utime_ns);
+	out_str(o, "\n  CPU time, system");
+	out_secs(o, u.stime_ns);
+	out_str(o, "\n");
+	out_bytes(o, "  peak RSS        ", u.max_rss);
+	out_str(o, "\n  page faults     ");
+	out_num(o, u.minflt, 16);
+	out_str(o, " minor, ");
+	out_num(o, u.majflt, 0);
+	out_str(o, " major\n");
+}
+
 static void out_human(struct out *o, uint64_t v)
 {
 	char h[24];
@@ -253,7 +324,10 @@ static void out_human(struct out *o, uint64_t v)
 	out_str(o, jp__fmt_bytes(h, v));
 }
 
-JP_EXPORT int jp_alloc_stats_print(int fd)
+/* The table, from jp_alloc_stats_print or a signal handler (interrupted):
+ * then only the summary's head and a note if the interrupted code holds
+ * one of the allocator's locks. */
+static int stats_print(int fd, bool interrupted)
 {
 	struct jp_alloc_stats st;
 	struct out o = { .fd = fd };
@@ -261,7 +335,14 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 
 	if (fd < 0)
 		return EBADF;
-	jp__stats_collect(&st, cm);
+	if (!collect(&st, cm, interrupted)) {
+		out_str(&o, "jpsync allocator statistics (pid ");
+		out_num(&o, (uint64_t)getpid(), 0);
+		out_str(&o, "): not now, the signal interrupted the allocator "
+			    "(send it again)\n");
+		out_flush(&o);
+		return o.err;
+	}
 	/* The summary: one line, in human units. */
 	out_str(&o, "jpsync allocator statistics (pid ");
 	out_num(&o, (uint64_t)getpid(), 0);
@@ -278,6 +359,7 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	out_str(&o, " allocations, ");
 	out_pct_as(&o, st.cache_hits, st.cache_hits + st.cache_misses, false);
 	out_str(&o, " from thread caches\n");
+	out_process(&o);
 	/* The details, one labelled figure a line. */
 	out_bytes(&o, "  in use          ", st.in_use);
 	out_str(&o, "\n");
@@ -336,6 +418,11 @@ JP_EXPORT int jp_alloc_stats_print(int fd)
 	return o.err;
 }
 
+JP_EXPORT int jp_alloc_stats_print(int fd)
+{
+	return stats_print(fd, false);
+}
+
 /*
  * JPSYNC_STATS=1 prints on stderr, but programs such as cat and sort close
  * stderr (close_stdout, an atexit handler) before the library's destructor
@@ -382,16 +469,19 @@ static bool stats_path(const char *tmpl, char *out, size_t cap)
 	return true;
 }
 
-/* JPSYNC_STATS=1 (stderr) or =path: the table at exit. */
-__attribute__((destructor)) static void stats_at_exit(void)
+/*
+ * The table where JPSYNC_STATS sends it: standard error (=1, and for
+ * JPSYNC_STATS_SIGNAL without JPSYNC_STATS) or the file (=path).
+ * Everything here is async-signal-safe (open, write, close, getrusage,
+ * clock_gettime; no allocation), so the signal handler uses it too.
+ */
+static void stats_to_dest(bool interrupted)
 {
 	const struct jp_options *opt = jp__options();
 	char path[JP_STATS_PATH_MAX + 32], num[24];
 	int fd;
 
-	if (opt->stats == JP_STATS_STDERR)
-		jp_alloc_stats_print(jp__os_fd_is(stats_fd, stats_id) ? stats_fd : 2);
-	else if (opt->stats == JP_STATS_FILE) {
+	if (opt->stats == JP_STATS_FILE) {
 		if (!stats_path(opt->stats_path, path, sizeof path))
 			fd = -1, errno = ENAMETOOLONG;
 		else
@@ -406,7 +496,48 @@ __attribute__((destructor)) static void stats_at_exit(void)
 			jp__os_puts(2, "); no statistics\n");
 			return;
 		}
-		jp_alloc_stats_print(fd);
+		stats_print(fd, interrupted);
 		close(fd);
-	}
+	} else if (opt->stats == JP_STATS_STDERR || interrupted)
+		stats_print(jp__os_fd_is(stats_fd, stats_id) ? stats_fd : 2, interrupted);
+}
+
+/* JPSYNC_STATS=1 (stderr) or =path: the table at exit. */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+	if (jp__options()->stats != JP_STATS_NONE)
+		stats_to_dest(false);
+}
+
+/*
+ * JPSYNC_STATS_SIGNAL=SIG: the table each time the process receives SIG.
+ * The handler may interrupt any code, the allocator's own included: it
+ * formats on its stack, takes the allocator's locks only when the
+ * interrupted code does not hold them (take(); else it prints a one-line
+ * note), reads the counters with atomic loads, and keeps errno.  It is
+ * installed when the library is loaded, before the program's main: a
+ * handler the program installs for SIG later replaces it (the program
+ * wins), and it is not inherited across exec.
+ */
+static void stats_on_signal(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	stats_to_dest(true);
+	errno = saved;
+}
+
+__attribute__((constructor)) static void stats_signal_init(void)
+{
+	int sig = jp__options()->stats_signal;
+	struct sigaction sa;
+
+	if (sig == 0)
+		return;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = stats_on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);	/* one table at a time */
+	sigaction(sig, &sa, NULL);
 }

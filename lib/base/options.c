@@ -9,6 +9,7 @@
 #include "os.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
@@ -40,6 +41,12 @@ const struct jp_option_desc jp__option_table[] = {
 	    "print the allocator's statistics when PROGRAM exits, on standard "
 	    "error (=1, yes, on) or into FILE; =0, no, off: not at all; a file "
 	    "named like these or a number: ./FILE"),
+	OPT("STATS_SIGNAL", "stats-signal", "SIG", JP_OPT_SIGNAL, false, stats_signal,
+	    0, 0, 0,
+	    "print the statistics each time PROGRAM receives signal SIG (a name "
+	    "such as USR2, or a number), where --stats prints them (standard "
+	    "error by default); off by default; a handler PROGRAM installs for "
+	    "SIG replaces it"),
 	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
 	    "print the library's version and path, then the options in force, "
 	    "at start"),
@@ -57,6 +64,65 @@ static const char *const opt_foreign[] = {
 	"TEST_SCALE", "BENCH_REPS", "BENCH_QUICK", "BENCH_THREADS",
 	"BENCH_SECONDS", "BENCH_PEERS", "BENCH_OUT",
 };
+
+/* The signals a program may be asked to print its statistics on: those
+ * that can be caught and that no fault raises (SEGV, BUS, FPE, ILL, TRAP
+ * and ABRT end the program; KILL and STOP cannot be caught). */
+static const struct {
+	const char *name;
+	int sig;
+} sig_names[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE },
+	{ "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU },
+	{ "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
+	{ "WINCH", SIGWINCH }, { "IO", SIGIO }, { "POLL", SIGPOLL },
+	{ "PWR", SIGPWR }, { "SYS", SIGSYS },
+#ifdef SIGSTKFLT
+	{ "STKFLT", SIGSTKFLT },
+#endif
+};
+
+/* A number: 1 to 31 but for the signals above that cannot be or must not
+ * be caught, or SIGRTMIN to SIGRTMAX (32 and 33 are glibc's own). */
+static bool sig_number_ok(uint64_t v)
+{
+	static const int refused[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE,
+				       SIGILL, SIGTRAP, SIGABRT };
+
+	for (size_t i = 0; i < JP_ARRAY_SIZE(refused); i++)
+		if (v == (uint64_t)refused[i])
+			return false;
+	return (v >= 1 && v < 32) ||
+	       (v >= (uint64_t)SIGRTMIN && v <= (uint64_t)SIGRTMAX);
+}
+
+int jp__parse_signal(const char *s, int *out)
+{
+	uint64_t v = 0;
+
+	if (strcasecmp(s, "off") == 0 || strcmp(s, "0") == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < JP_ARRAY_SIZE(sig_names); i++)
+		if (strcasecmp(s, sig_names[i].name) == 0) {
+			*out = sig_names[i].sig;
+			return 0;
+		}
+	if (s[0] < '0' || s[0] > '9')
+		return EINVAL;
+	for (; *s >= '0' && *s <= '9' && v < 1000; s++)
+		v = v * 10 + (uint64_t)(*s - '0');
+	if (*s != '\0' || !sig_number_ok(v))
+		return EINVAL;
+	*out = (int)v;
+	return 0;
+}
 
 static const char prefix[] = "JPSYNC_";
 #define PREFIX_LEN (sizeof prefix - 1)
@@ -162,6 +228,9 @@ static void set_defaults(struct jp_options *o)
 		case JP_OPT_STATS:
 			o->stats = JP_STATS_NONE;
 			break;
+		case JP_OPT_SIGNAL:
+			*(int *)field = 0;
+			break;
 		}
 	}
 }
@@ -195,6 +264,7 @@ char *jp__option_range(const struct jp_option_desc *d, char *buf, size_t cap)
 	switch (d->kind) {
 	case JP_OPT_BOOL:
 	case JP_OPT_STATS:
+	case JP_OPT_SIGNAL:
 		break;
 	case JP_OPT_SIZE_OFF:
 		jp__str_add(buf, cap, &len, "a size or off; default ");
@@ -300,6 +370,11 @@ const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *
 		memcpy(o->stats_path, value, strlen(value) + 1);	/* fits: checked above */
 		o->stats = JP_STATS_FILE;
 		return NULL;
+	case JP_OPT_SIGNAL:
+		if (jp__parse_signal(value, (int *)field) != 0)
+			return "not a signal that can be caught (a name such as USR2 "
+			       "or HUP, a number, or off)";
+		return NULL;
 	}
 	return "unhandled option kind";
 }
@@ -382,6 +457,10 @@ void jp__options_print(const struct jp_options *o, int fd)
 			jp__str_add(line, sizeof line, &len,
 				 o->stats == JP_STATS_NONE ? "0" :
 				 o->stats == JP_STATS_STDERR ? "1" : o->stats_path);
+			break;
+		case JP_OPT_SIGNAL:
+			jp__str_add(line, sizeof line, &len,
+				 jp__fmt_u64(num, (uint64_t)*(const int *)field));
 			break;
 		}
 		jp__str_add(line, sizeof line, &len, "\n");

@@ -42,6 +42,7 @@ struct jp_options {
 	bool verbose;		/* JPSYNC_VERBOSE */
 	bool lockdep;		/* JPSYNC_LOCKDEP */
 	enum jp_stats_dest stats;	/* JPSYNC_STATS */
+	int stats_signal;	/* JPSYNC_STATS_SIGNAL: a signal number, 0 = off */
 	char stats_path[JP_STATS_PATH_MAX];
 };
 
@@ -52,6 +53,8 @@ enum jp_opt_kind {
 	JP_OPT_SIZE_OFF,	/* as JP_OPT_SIZE, or "off" (stored as UINT64_MAX) */
 	JP_OPT_STATS,	/* boolean, or a file name that is not a number
 			 * ("./2" for one named 2); jpsync-run: [=FILE] */
+	JP_OPT_SIGNAL,	/* a signal that can be caught: a name (USR2, SIGUSR2,
+			 * any case) or a number; 0 or off: none */
 };
 
 /* One row of the table: one JPSYNC_ variable and one jpsync-run option. */
@@ -95,6 +98,8 @@ void jp__options_print(const struct jp_options *o, int fd);
 
 /* The value parsers, exposed for the unit tests.  0 or EINVAL. */
 int jp__parse_bool(const char *s, bool *out);
+/* A signal a handler can catch, by name or number (0 for off). */
+int jp__parse_signal(const char *s, int *out);
 /* Decimal integer with an optional K, M or G suffix (binary: 1024). */
 int jp__parse_size(const char *s, uint64_t *out);
 

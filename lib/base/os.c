@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ __attribute__((constructor)) static void os_init(void)
 {
 	jp__annotate = JP_ON_VALGRIND() || jp__tsan_on();
 	jp__os_page_size();
+	jp__os_mark_load();
 }
 
 /* ---- futex ------------------------------------------------------------ */
@@ -311,6 +313,83 @@ uint64_t jp__os_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the process: since when, and what the kernel counts ------------- */
+
+/* CLOCK_MONOTONIC at load, ns; 0 until noted.  relaxed: one value, set
+ * once; a reader that sees 0 notes it itself (the CAS keeps the first). */
+static _Atomic uint64_t load_ns;
+
+void jp__os_mark_load(void)
+{
+	uint64_t zero = 0;
+
+	atomic_compare_exchange_strong_explicit(&load_ns, &zero, jp__os_now_ns(),
+						memory_order_relaxed, memory_order_relaxed);
+}
+
+uint64_t jp__os_since_load_ns(void)
+{
+	uint64_t now = jp__os_now_ns(), t0;
+
+	jp__os_mark_load();
+	t0 = atomic_load_explicit(&load_ns, memory_order_relaxed);
+	return now > t0 ? now - t0 : 0;
+}
+
+static uint64_t tv_ns(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
+}
+
+int jp__os_usage(struct jp_os_usage *u)
+{
+	struct rusage ru;
+
+	memset(u, 0, sizeof *u);
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return errno;
+	u->max_rss = (uint64_t)ru.ru_maxrss * 1024;	/* Linux: KiB */
+	u->minflt = (uint64_t)ru.ru_minflt;
+	u->majflt = (uint64_t)ru.ru_majflt;
+	u->utime_ns = tv_ns(&ru.ru_utime);
+	u->stime_ns = tv_ns(&ru.ru_stime);
+	return 0;
+}
+
+/*
+ * argv[0]'s last component (glibc and musl keep it in
+ * program_invocation_short_name, set before any constructor): under
+ * valgrind /proc/self/comm names the tool, not the program.  An empty
+ * argv[0] (execve allows it) falls back to comm, read with raw syscalls as
+ * jp__os_rss reads statm.
+ */
+char *jp__os_program_name(char *buf, size_t cap)
+{
+	const char *name = program_invocation_short_name;
+	char comm[32];
+	size_t len = 0;
+	ssize_t n = 0;
+	int fd;
+
+	buf[0] = '\0';
+	if (name != NULL && name[0] != '\0') {
+		jp__str_add_shown(buf, cap, &len, name, strlen(name), 64);
+		return buf;
+	}
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = syscall(SYS_read, fd, comm, sizeof comm);
+		syscall(SYS_close, fd);
+	}
+	while (n > 0 && comm[n - 1] == '\n')
+		n--;
+	if (n > 0)
+		jp__str_add_shown(buf, cap, &len, comm, (size_t)n, 64);
+	else
+		jp__str_add(buf, cap, &len, "?");
+	return buf;
 }
 
 int jp__os_gettid(void)

@@ -126,6 +126,27 @@ void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
 const char *jp__os_object_path(const void *addr);
 /* Monotonic time in nanoseconds. */
 uint64_t jp__os_now_ns(void);
+/* Nanoseconds since the library was loaded: since its constructor ran, or
+ * since the allocator started, whichever came first (a preloaded malloc
+ * runs before the constructors). */
+uint64_t jp__os_since_load_ns(void);
+/* Note the load time, if not yet noted (the allocator's start calls it). */
+void jp__os_mark_load(void);
+
+/* What the kernel counts for the whole process (getrusage RUSAGE_SELF). */
+struct jp_os_usage {
+	uint64_t max_rss;	/* peak resident set, bytes */
+	uint64_t minflt;	/* page faults served without I/O */
+	uint64_t majflt;	/* page faults that read from disk */
+	uint64_t utime_ns;	/* CPU time in user mode, all threads */
+	uint64_t stime_ns;	/* CPU time in the kernel, all threads */
+};
+/* Fill *u (all zero on failure); returns 0 or an errno value. */
+int jp__os_usage(struct jp_os_usage *u);
+/* The program's name (its argv[0] without the directory, else the
+ * kernel's /proc/self/comm), into buf of cap bytes, shown as
+ * jp__str_add_shown shows bytes; returns buf. */
+char *jp__os_program_name(char *buf, size_t cap);
 /* The kernel thread id of the caller. */
 int jp__os_gettid(void);
 

@@ -24,6 +24,17 @@
  * The check-* cases that must abort print "ptr=<the block>" on stderr
  * first, so that the test can compare the whole message.
  *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
+ *   alloc-helper stats-process   touches 16 MiB, sleeps 0.2 s, spends 0.05 s
+ *                                of CPU, prints "pid=<its pid>" on stderr
+ *                                (JPSYNC_STATS at exit: the process lines)
+ *   alloc-helper stats-signal    raises SIGUSR2 twice (JPSYNC_STATS_SIGNAL=USR2:
+ *                                a table each time)
+ *   alloc-helper stats-signal-own installs its own SIGUSR2 handler, raises
+ *                                it, prints "handled" (the program wins)
+ *   alloc-helper stats-signal-storm  allocates and frees for 0.3 s under a
+ *                                SIGALRM every 200 us (JPSYNC_STATS_SIGNAL=ALRM:
+ *                                the handler interrupts the allocator, its
+ *                                locks held too); prints "done"
  *   alloc-helper stats-exact     small and huge blocks in known amounts:
  *                                checks in use, its peak and given back
  *                                exactly; prints "FAIL: ..." lines
@@ -46,6 +57,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *volatile sink;
@@ -338,6 +350,66 @@ static int fork_nested_stress(void)
 	return bad == 0 && !nested_bad ? 0 : 1;
 }
 
+/* ---- stats-signal-own ------------------------------------------------ */
+
+static volatile sig_atomic_t own_handled;
+
+static void own_handler(int sig)
+{
+	(void)sig;
+	own_handled = 1;
+}
+
+/* ---- stats-signal-storm ---------------------------------------------- */
+
+/* Sizes that refill and flush thread caches and take the huge path, so
+ * that signals land while the allocator holds its locks. */
+static int stats_signal_storm(void)
+{
+	struct itimerval every = { { 0, 200 }, { 0, 200 } }, stop = { { 0, 0 }, { 0, 0 } };
+	struct timespec t0, t;
+	static void *b[512];
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	setitimer(ITIMER_REAL, &every, NULL);
+	do {
+		for (int i = 0; i < 512; i++)
+			b[i] = jp_alloc((size_t)(i % 7 == 0 ? 300000 : 16 + i * 24));
+		for (int i = 0; i < 512; i++)
+			jp_free(b[i]);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 300000000L);
+	setitimer(ITIMER_REAL, &stop, NULL);
+	fprintf(stderr, "done\n");
+	return 0;
+}
+
+/* ---- stats-process --------------------------------------------------- */
+
+/* What the table's process lines must show at least (test-alloc-env.c
+ * checks them): 16 MiB resident at once, 0.2 s asleep, 0.05 s of CPU. */
+static int stats_process(void)
+{
+	const size_t touched = (size_t)16 << 20;
+	struct timespec pause = { 0, 200000000 }, cpu;
+	volatile unsigned long spin = 0;
+	char *p = jp_alloc(touched);
+
+	if (p == NULL)
+		return 1;
+	memset(p, 1, touched);
+	sink = p;
+	jp_free(p);
+	nanosleep(&pause, NULL);
+	do {
+		for (int i = 0; i < 100000; i++)
+			spin++;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+	} while (cpu.tv_sec == 0 && cpu.tv_nsec < 50000000);
+	fprintf(stderr, "pid=%ld\n", (long)getpid());
+	return 0;
+}
+
 /* ---- stats-exact ----------------------------------------------------- */
 
 static int exact_bad;
@@ -527,6 +599,24 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(mode, "stats-exact") == 0)
 		return stats_exact();
+	if (strcmp(mode, "stats-process") == 0)
+		return stats_process();
+	if (strcmp(mode, "stats-signal") == 0) {
+		p = jp_alloc(1000);
+		raise(SIGUSR2);
+		jp_free(p);
+		raise(SIGUSR2);
+		return 0;
+	}
+	if (strcmp(mode, "stats-signal-storm") == 0)
+		return stats_signal_storm();
+	if (strcmp(mode, "stats-signal-own") == 0) {
+		signal(SIGUSR2, own_handler);
+		raise(SIGUSR2);
+		if (own_handled)
+			fprintf(stderr, "handled\n");
+		return 0;
+	}
 	if (strcmp(mode, "stats-close-stderr") == 0) {
 		/* As cat and sort do (close_stdout); then another file takes
 		 * number 2: the table must still reach the first stderr. */

@@ -48,6 +48,44 @@ void stats(struct jp_alloc_stats *st)
 	CU_ASSERT_EQUAL_FATAL(jp_alloc_stats(st, sizeof *st), 0);
 }
 
+/* The text after "\n" label in table, or NULL (the case fails). */
+static const char *table_line(const char *table, const char *label)
+{
+	char want[64];
+	const char *at;
+
+	snprintf(want, sizeof want, "\n%s", label);
+	at = strstr(table, want);
+	if (at == NULL) {
+		printf("\nno line \"%s\" in the table:\n%s\n", label, table);
+		CU_FAIL("a line of the table is missing");
+		return NULL;
+	}
+	return at + strlen(want);
+}
+
+bool table_process(const char *table, struct table_process *tp)
+{
+	const char *s;
+	int n = 0;
+
+	memset(tp, 0, sizeof *tp);
+	if ((s = table_line(table, "  program         ")) != NULL)
+		n += sscanf(s, "%63[^,\n], pid %ld\n", tp->name, &tp->pid);
+	if ((s = table_line(table, "  elapsed         ")) != NULL)
+		n += sscanf(s, "%lf s  (since the library was loaded)\n", &tp->elapsed);
+	if ((s = table_line(table, "  CPU time, user  ")) != NULL)
+		n += sscanf(s, "%lf s\n", &tp->user);
+	if ((s = table_line(table, "  CPU time, system")) != NULL)
+		n += sscanf(s, "%lf s\n", &tp->sys);
+	if ((s = table_line(table, "  peak RSS        ")) != NULL)
+		n += sscanf(s, "%llu bytes", &tp->max_rss);
+	if ((s = table_line(table, "  page faults     ")) != NULL)
+		n += sscanf(s, "%llu minor, %llu major", &tp->minflt, &tp->majflt);
+	CU_ASSERT_EQUAL(n, 8);
+	return n == 8;
+}
+
 static char helper_path[4096];
 
 const char *builddir(void)

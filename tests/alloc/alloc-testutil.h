@@ -27,6 +27,18 @@ size_t rss_now(void);
 /* jp_alloc_stats into st; a failure fails the case. */
 void stats(struct jp_alloc_stats *st);
 
+/* The process lines of a jp_alloc_stats_print table (program, elapsed,
+ * CPU time, peak RSS, page faults), as numbers. */
+struct table_process {
+	char name[64];
+	long pid;
+	double elapsed, user, sys;	/* seconds */
+	unsigned long long max_rss, minflt, majflt;	/* bytes, counts */
+};
+/* Read them from table; a line missing or malformed fails the case and
+ * returns false. */
+bool table_process(const char *table, struct table_process *tp);
+
 /* $top_builddir, or "." */
 const char *builddir(void);
 

@@ -149,6 +149,66 @@ static void test_stats_at_exit(void)
 	CU_ASSERT_FATAL(n > 0);
 	buf[n] = '\0';
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "jpsync allocator statistics"));
+
+	/* The process lines, at exit: the helper's name and pid, and at least
+	 * the time it slept, the CPU it spent, the bytes it touched. */
+	unlink(path);
+	run_helper("stats-process", env, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	unlink(path);
+	CU_ASSERT_FATAL(n > 0);
+	buf[n] = '\0';
+	{
+		struct table_process tp;
+		long pid = 0;
+
+		CU_ASSERT_EQUAL(sscanf(res.err, "pid=%ld", &pid), 1);
+		if (table_process(buf, &tp)) {
+			CU_ASSERT_PTR_NOT_NULL(strstr(tp.name, "alloc-helper"));
+			CU_ASSERT_EQUAL(tp.pid, pid);
+			CU_ASSERT(tp.elapsed >= 0.2);
+			CU_ASSERT(tp.elapsed < 86400.0);
+			CU_ASSERT(tp.user + tp.sys >= 0.045);
+			CU_ASSERT(tp.max_rss >= 16 * MiB);
+			CU_ASSERT(tp.minflt > 0);
+			if (!(tp.pid == pid && tp.elapsed >= 0.2 && tp.user + tp.sys >= 0.045 &&
+			      tp.max_rss >= 16 * MiB && tp.minflt > 0))
+				printf("\n%s%s\n", res.err, buf);
+		}
+	}
+}
+
+/* JPSYNC_STATS_SIGNAL=USR2: a table each time the signal arrives (on
+ * stderr, JPSYNC_STATS unset), none at exit; a handler of the program's
+ * own replaces the library's. */
+static void test_stats_signal(void)
+{
+	struct jp_child_result res;
+	int tables = 0;
+
+	run_helper("stats-signal", "JPSYNC_STATS_SIGNAL=USR2", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	for (const char *s = res.err; (s = strstr(s, "jpsync allocator statistics (pid ")) != NULL; s++)
+		tables++;
+	CU_ASSERT_EQUAL(tables, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "\n  program         "));
+	if (!(res.exited && res.status == 0 && tables == 2))
+		printf("\nexited %d status %d signaled %d sig %d, %d tables:\n%s\n",
+		       res.exited, res.status, res.signaled, res.sig, tables, res.err);
+
+	run_helper("stats-signal-own", "JPSYNC_STATS_SIGNAL=USR2", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_STRING_EQUAL(res.err, "handled\n");
+
+	/* Signals that land inside the allocator, its locks held: no
+	 * deadlock, no crash (the tables go to /dev/null). */
+	run_helper("stats-signal-storm", "JPSYNC_STATS_SIGNAL=ALRM", "JPSYNC_STATS=/dev/null", &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_STRING_EQUAL(res.err, "done\n");
 }
 
 /*
@@ -338,6 +398,7 @@ static CU_TestInfo env_tests[] = {
 	{ "JPSYNC_CHECK=1: free_sized above the requested size", test_check_free_sized },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "stats: in use, peak and given back exact, huge blocks freed", test_stats_exact },
+	{ "JPSYNC_STATS_SIGNAL: a table per signal; the program's handler wins", test_stats_signal },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },
 	{ "every size from SIZE_MAX - 65536 fails with ENOMEM, old blocks intact", test_edges_of_size_t },

@@ -537,15 +537,44 @@ static void test_stats_print(void)
 	int fds[2];
 	ssize_t n;
 	void *p = jp_alloc(100);
+	const size_t touched = 8 * MiB;
+	char *big = jp_alloc(touched);
+	struct table_process tp;
+	struct timespec t0, t1, pause = { 0, 100000000 };
 
 	jp_free(p);
+	/* The process lines below: a peak RSS of the bytes touched at least,
+	 * an elapsed time of the 0.1 s slept at least (and of all the time
+	 * this test measures: the library was loaded before it). */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+	memset(big, 1, touched);
+	jp_free(big);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	nanosleep(&pause, NULL);
 	CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);	/* before the table's time */
 	CU_ASSERT_EQUAL(jp_alloc_stats_print(fds[1]), 0);
 	close(fds[1]);
 	n = read(fds[0], buf, sizeof buf - 1);
 	close(fds[0]);
 	CU_ASSERT_FATAL(n > 0);
 	buf[n] = '\0';
+	/* The process, from the kernel. */
+	if (table_process(buf, &tp)) {
+		double waited = (double)(t1.tv_sec - t0.tv_sec) +
+				(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+
+		CU_ASSERT_PTR_NOT_NULL(strstr(tp.name, "test-alloc"));
+		CU_ASSERT_EQUAL(tp.pid, (long)getpid());
+		CU_ASSERT(tp.elapsed >= 0.1);
+		CU_ASSERT(tp.elapsed + 0.001 >= waited);
+		CU_ASSERT(tp.elapsed < 86400.0);
+		CU_ASSERT(tp.user + tp.sys > 0.0);
+		CU_ASSERT(tp.max_rss >= touched);
+		CU_ASSERT(tp.minflt > 0);
+		if (!(tp.elapsed + 0.001 >= waited && tp.max_rss >= touched))
+			printf("\nwaited %.3f s, touched %zu bytes:\n%s\n", waited, touched, buf);
+	}
 	/* A one-line summary in human units first. */
 	{
 		char want[96], *nl = strchr(buf, '\n');

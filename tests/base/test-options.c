@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,41 @@ static void test_parse_bool(void)
 		CU_ASSERT_EQUAL(jp__parse_bool(bad[i], &b), EINVAL);
 		CU_ASSERT_TRUE(b);	/* untouched */
 	}
+}
+
+/* JPSYNC_STATS_SIGNAL's values: names with or without SIG, any case,
+ * numbers of signals that can be caught, off; not KILL, STOP or a fault. */
+static void test_parse_signal(void)
+{
+	int sig = -1;
+
+	CU_ASSERT_EQUAL(jp__parse_signal("USR2", &sig), 0);
+	CU_ASSERT_EQUAL(sig, SIGUSR2);
+	CU_ASSERT_EQUAL(jp__parse_signal("sigusr1", &sig), 0);
+	CU_ASSERT_EQUAL(sig, SIGUSR1);
+	CU_ASSERT_EQUAL(jp__parse_signal("1", &sig), 0);
+	CU_ASSERT_EQUAL(sig, SIGHUP);
+	CU_ASSERT_EQUAL(jp__parse_signal("off", &sig), 0);
+	CU_ASSERT_EQUAL(sig, 0);
+	CU_ASSERT_EQUAL(jp__parse_signal("0", &sig), 0);
+	CU_ASSERT_EQUAL(sig, 0);
+	{
+		char rt[16];
+
+		snprintf(rt, sizeof rt, "%d", SIGRTMIN + 1);
+		CU_ASSERT_EQUAL(jp__parse_signal(rt, &sig), 0);
+		CU_ASSERT_EQUAL(sig, SIGRTMIN + 1);
+	}
+	sig = -1;
+	CU_ASSERT_EQUAL(jp__parse_signal("KILL", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("9", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("STOP", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("SEGV", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("USR3", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("12x", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("99999999999999999999", &sig), EINVAL);
+	CU_ASSERT_EQUAL(sig, -1);
 }
 
 static void test_parse_size(void)
@@ -459,6 +495,7 @@ static void test_table_drives_jpsync_run(void)
 static CU_TestInfo options_tests[] = {
 	{ "the table: one row per variable and jpsync-run option", test_table_drives_jpsync_run },
 	{ "booleans: 1/yes/on/true and 0/no/off/false only", test_parse_bool },
+	{ "signals: names, numbers and off; not KILL, STOP or a fault", test_parse_signal },
 	{ "sizes: K/M/G suffixes, overflow and garbage refused", test_parse_size },
 	{ "defaults with no JPSYNC_ variables", test_defaults },
 	{ "every variable of the design is parsed", test_every_variable },

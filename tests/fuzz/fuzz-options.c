@@ -32,6 +32,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,46 @@ static bool m_size(const char *s, uint64_t *out)
 	return true;
 }
 
+/* A signal as JPSYNC_STATS_SIGNAL takes it: off or 0; a number from 1 to
+ * 31 but KILL, STOP and the faults, or SIGRTMIN to SIGRTMAX; the C
+ * library's abbreviation of such a signal (sigabbrev_np), "IO" for POLL,
+ * with or without "SIG", in any case.  -1: refused. */
+static int m_signal(const char *s)
+{
+	static const int refused[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE,
+				       SIGILL, SIGTRAP, SIGABRT };
+	char *end;
+	unsigned long v;
+
+	if (strcasecmp(s, "off") == 0 || strcmp(s, "0") == 0)
+		return 0;
+	if (s[0] >= '0' && s[0] <= '9') {
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (*end != '\0' || errno != 0 || v > 1000)
+			return -1;
+	} else {
+		if (strncasecmp(s, "SIG", 3) == 0)
+			s += 3;
+		v = 0;
+		for (int n = 1; n < 32; n++) {
+			const char *a = sigabbrev_np(n);
+
+			if ((a != NULL && strcasecmp(s, a) == 0) ||
+			    (n == SIGIO && strcasecmp(s, "IO") == 0))
+				v = (unsigned long)n;
+		}
+		if (v == 0)
+			return -1;
+	}
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+		if (v == (unsigned long)refused[i])
+			return -1;
+	if ((v >= 1 && v < 32) || (v >= (unsigned long)SIGRTMIN && v <= (unsigned long)SIGRTMAX))
+		return (int)v;
+	return -1;
+}
+
 /* Whether row d accepts value, and if so its effect on *m. */
 static bool m_accept(struct jp_options *m, const struct jp_option_desc *d,
 		     const char *value)
@@ -185,6 +226,11 @@ static bool m_accept(struct jp_options *m, const struct jp_option_desc *d,
 				return false;
 		strcpy(m->stats_path, value);
 		m->stats = JP_STATS_FILE;
+		return true;
+	case JP_OPT_SIGNAL:
+		if ((b = m_signal(value)) < 0)
+			return false;
+		*(int *)field = b;
 		return true;
 	}
 	fz_fail("row %s: unknown kind %d", d->name, (int)d->kind);
@@ -240,6 +286,11 @@ static void same_options(const struct jp_options *a, const struct jp_options *b,
 				 strcmp(a->stats_path, b->stats_path) == 0),
 				 "%s: JPSYNC_%s differs ('%s' %d, '%s' %d)", what, d->name,
 				 b->stats_path, (int)b->stats, a->stats_path, (int)a->stats);
+			break;
+		case JP_OPT_SIGNAL:
+			FZ_CHECK(*(const int *)fa == *(const int *)fb,
+				 "%s: JPSYNC_%s is %d, not %d", what, d->name,
+				 *(const int *)fb, *(const int *)fa);
 			break;
 		}
 	}

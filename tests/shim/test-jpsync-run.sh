@@ -22,7 +22,8 @@ $tx "$run" --help > "$tmp/help" 2> "$tmp/err"; rc=$?
 [ $rc -eq 0 ] || bad "--help exit status $rc"
 [ -s "$tmp/err" ] && bad "--help wrote to stderr"
 grep -q '^Usage: jpsync-run \[OPTION\]\.\.\. \[--\] PROGRAM' "$tmp/help" || bad "--help has no Usage line"
-for o in --cache=N --cache-bytes=SIZE --magazine=N --madvise-min=SIZE --check '--stats\[=FILE\]' --verbose \
+for o in --cache=N --cache-bytes=SIZE --magazine=N --madvise-min=SIZE --check '--stats\[=FILE\]' \
+         --stats-signal=SIG --verbose \
          --lockdep --print-env; do
   grep -q -- "^  $o" "$tmp/help" || bad "--help does not list $o"
 done
@@ -169,6 +170,11 @@ usage_error --stats=2 true
 usage_error --stats=-1 true
 $tx "$run" --stats=2 true 2>&1 | grep -q "^jpsync-run: invalid value '2' for --stats: .*\./2" ||
   bad "--stats=2 does not say how to name a file 2"
+usage_error --stats-signal=BOGUS true
+usage_error --stats-signal=KILL true
+usage_error --stats-signal=SEGV true
+usage_error --stats-signal=9999 true
+usage_error --stats-signal= true
 usage_error --check=1 true
 usage_error --print-env=yes
 usage_error --cache
