@@ -530,9 +530,16 @@ static void stats_on_signal(int sig)
 
 __attribute__((constructor)) static void stats_signal_init(void)
 {
-	int sig = jp__options()->stats_signal;
+	const char *v = jp__os_getenv("JPSYNC_STATS_SIGNAL");
 	struct sigaction sa;
+	int sig;
 
+	/* Without the variable the options are not read here: a program may
+	 * still set the others before its first allocation (test-check sets
+	 * JPSYNC_CHECK in its main). */
+	if (v == NULL || *v == '\0')
+		return;
+	sig = jp__options()->stats_signal;
 	if (sig == 0)
 		return;
 	memset(&sa, 0, sizeof sa);
