@@ -39,7 +39,9 @@
  * of the mapping are canary and so are those of the header page up to the
  * block; a freed huge block stays mapped without access for a while (huge.c's
  * quarantine), so that a write after free faults and a second free is
- * recognised as such.
+ * recognised as such.  Its header (struct jp_huge) keeps its allocation's
+ * stack id; its free's is not kept (the header is gone or inaccessible
+ * once it is freed).
  *
  * Each allocation and each free captures up to CHECK_FRAMES return addresses
  * of its caller's stack (the library's own frames left out) into the stack
@@ -381,6 +383,7 @@ static void *huge_alloc(size_t n, size_t align, bool zero)
 		return NULL;
 	hg = jp__huge_of(u);
 	hg->req = n;
+	hg->alloc_site = site_here();
 	memset(huge_pre(hg), CHECK_CANARY, (size_t)(u - huge_pre(hg)));
 	memset(u + n, CHECK_CANARY, hg->usable - n);
 	return u;
@@ -399,11 +402,12 @@ static struct jp_huge *huge_find(const void *p, const char *what)
 		return NULL;
 	}
 	if (damaged(huge_pre(hg), u, CHECK_CANARY, u, &first, &last)) {
-		report("underflow before the start", p, hg->req, first, last);
+		report_at("underflow before the start", p, hg->req, first, last,
+			  hg->alloc_site, 0);
 		return NULL;
 	}
 	if (damaged(u + hg->req, u + hg->usable, CHECK_CANARY, u, &first, &last)) {
-		report("overflow past the end", p, hg->req, first, last);
+		report_at("overflow past the end", p, hg->req, first, last, hg->alloc_site, 0);
 		return NULL;
 	}
 	return hg;
