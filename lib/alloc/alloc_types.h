@@ -221,6 +221,7 @@ struct jp_huge {
 				 * not a pointer: see jp_span.nstart) */
 	size_t usable;
 	size_t req;		/* the requested size (check mode) */
+	uint32_t alloc_site;	/* its allocation's stack id (check mode) */
 	size_t dirty;		/* bytes from base that may be resident: the
 				 * huge cache sheds no pages when it hands a
 				 * mapping out, so more than the block's */

@@ -13,16 +13,21 @@
  *
  *   [0, 8)         n | off << 32     off = max(32, A): where the user's
  *   [8, 16)        LIVE ^ the above  bytes start (binds the size to the tag)
- *   [16, off)      canary            16 bytes at least: an underflow of up
- *                                    to 16 bytes leaves the header whole
+ *   [16, 24)       a | (a ^ SITE) << 32   a: the stack id (base/stack.h)
+ *                                    of the allocation, with its check
+ *   [24, off)      canary            8 bytes at least: an underflow of up
+ *                                    to 8 bytes leaves the header whole,
+ *                                    one of up to 16 its size and tag
  *   [off, off+n)   the user's bytes
  *   [off+n, end)   canary            8 bytes at least: the class is chosen
  *                                    for off + n + 8
  *
  * A free checks the tag, the canaries before and after, then turns the
  * block into a freed one: pointer word 0 the free list's link, pointer word
- * 1 the double-free key (tcache.c), bytes 16-23 the old bytes 0-7, bytes
- * 24-31 those ^ FREED, and every byte from 32 on FILL.  The allocation that
+ * 1 the double-free key (tcache.c), bytes 16-23 n | log2(off) << 24 | a <<
+ * 32, bytes 24-31 f | c << 32 (f: the stack id of the free, c a 32-bit
+ * check of both words, FREED among them), and every byte from 32 on FILL.
+ * (n < 2^24: JP_MAX_SMALL is 256 KiB.)  The allocation that
  * takes the block again checks all of that ("write after free"); a block
  * carved from a span for the first time has pointer word 1 zero
  * (central.c), and any other value there is a damaged freed block.  (The
@@ -34,28 +39,39 @@
  * of the mapping are canary and so are those of the header page up to the
  * block; a freed huge block stays mapped without access for a while (huge.c's
  * quarantine), so that a write after free faults and a second free is
- * recognised as such.
+ * recognised as such.  Its header (struct jp_huge) keeps its allocation's
+ * stack id; its free's is not kept (the header is gone or inaccessible
+ * once it is freed).
+ *
+ * Each allocation and each free captures up to CHECK_FRAMES return addresses
+ * of its caller's stack (the library's own frames left out) into the stack
+ * depot (base/stack.c), so that a block holds only the two ids.
  *
  * Reporting: jp__check_hook, when set (tests and fuzzers only), receives
  * each finding instead of the message and the abort, and the operation
  * then leaves the damaged block alone (it is leaked) and carries on, so that
  * a test can drive check mode in a loop.  Without it a finding prints one
  * line on stderr, "jpsync: <what> of <ptr> (<n> bytes): bytes <a> to <b>
- * changed", and aborts.
+ * changed", then the stacks of the block's allocation and (once freed) of
+ * its free, and aborts.
  */
 #include "alloc_internal.h"
+#include "base/stack.h"
 
 #include <errno.h>
 #include <string.h>
 
-#define CHECK_HDR	16
+#define CHECK_SITE_AT	16	/* the allocation's stack id and its check */
+#define CHECK_HDR	24	/* the header: size and offset, tag, site */
 #define CHECK_OFF	32	/* the user's bytes start here at least */
 #define CHECK_TAIL	8	/* canary bytes after a small block at least */
 #define CHECK_LIVE	0x6a7063686b6c6976ULL
-#define CHECK_FREED	0x6a706368b6e46564ULL
 #define CHECK_FILL	0xdf	/* freed blocks */
 #define CHECK_CANARY	0xab	/* before and after the user's bytes */
 #define CHECK_PRE_HUGE	4096	/* canary bytes before a huge block at most */
+#define CHECK_SITE	0x73697465u	/* checks a stack id */
+#define CHECK_FREED32	0xb6e46564u
+#define CHECK_FRAMES	8	/* frames kept per allocation and per free */
 
 void (*jp__check_hook)(const struct jp_check_report *r);
 
@@ -67,8 +83,9 @@ void (*jp__check_hook)(const struct jp_check_report *r);
  * ptr) changed (first > last: no bytes to name).  Returns only when a hook
  * took it.
  */
-static void report(const char *what, const void *ptr, size_t size,
-		   long long first, long long last)
+static void report_at(const char *what, const void *ptr, size_t size,
+		      long long first, long long last, uint32_t alloc_site,
+		      uint32_t free_site)
 {
 	struct jp_check_report r = { what, ptr, size, first, last };
 
@@ -76,7 +93,23 @@ static void report(const char *what, const void *ptr, size_t size,
 		jp__check_hook(&r);
 		return;
 	}
-	jp__die_block(what, ptr, size, first, last, NULL);
+	jp__die_block_at(what, ptr, size, first, last, NULL, alloc_site, free_site);
+}
+
+/* A finding with no site to name. */
+static void report(const char *what, const void *ptr, size_t size,
+		   long long first, long long last)
+{
+	report_at(what, ptr, size, first, last, 0, 0);
+}
+
+/* The stack id of this allocation or free: the caller of the library's
+ * entry point and up (0: none, e.g. a capture inside a capture). */
+static uint32_t site_here(void)
+{
+	uintptr_t pcs[CHECK_FRAMES];
+
+	return jp__stack_depot_put(pcs, jp__stack_capture(pcs, CHECK_FRAMES, 0, true));
 }
 
 /* The first and last byte of [lo, hi) that is not v, as offsets from base;
@@ -123,6 +156,44 @@ static inline uintptr_t key_word(const unsigned char *blk)
 	return ((const uintptr_t *)(const void *)blk)[1];
 }
 
+/* A live block's allocation site word, and reading it back (false:
+ * damaged). */
+static inline uint64_t site_word(uint32_t a)
+{
+	return (uint64_t)a | (uint64_t)(a ^ CHECK_SITE) << 32;
+}
+
+static bool live_site(const unsigned char *blk, uint32_t *a)
+{
+	uint64_t w = *f64(blk, 2);
+
+	*a = (uint32_t)w;
+	return (uint32_t)(w >> 32) == (*a ^ CHECK_SITE);
+}
+
+/* A freed block's header (bytes 16-31): the check of the two words. */
+static inline uint32_t freed_check(uint64_t w2, uint32_t f)
+{
+	return (uint32_t)w2 ^ (uint32_t)(w2 >> 32) ^ f ^ CHECK_FREED32;
+}
+
+/* Read a freed block's header: its size, offset and sites; false when it
+ * is damaged. */
+static bool freed_hdr(const unsigned char *blk, size_t *n, size_t *off,
+		      uint32_t *a, uint32_t *f)
+{
+	uint64_t w2 = *f64(blk, 2), w3 = *f64(blk, 3);
+	unsigned lg = (unsigned)(w2 >> 24) & 0xff;
+
+	*f = (uint32_t)w3;
+	if ((uint32_t)(w3 >> 32) != freed_check(w2, *f) || lg >= 32)
+		return false;
+	*n = (size_t)(w2 & 0xffffff);
+	*off = (size_t)1 << lg;
+	*a = (uint32_t)(w2 >> 32);
+	return true;
+}
+
 /* The block of span s that a lies in, or NULL. */
 static unsigned char *block_of(const struct jp_span *s, uintptr_t a)
 {
@@ -156,13 +227,12 @@ static bool small_reuse_ok(unsigned char *blk, size_t bs)
 {
 	unsigned char *old;
 	size_t n = SIZE_MAX, off = CHECK_OFF;
+	uint32_t a = 0, f = 0;
 	long long first, last;
 
 	if (key_word(blk) == 0)
 		return true;	/* carved for the first time (central.c) */
-	if (key_word(blk) == jp__ag.key && (*f64(blk, 2) ^ *f64(blk, 3)) == CHECK_FREED) {
-		n = (size_t)(uint32_t)*f64(blk, 2);
-		off = (size_t)(*f64(blk, 2) >> 32);
+	if (key_word(blk) == jp__ag.key && freed_hdr(blk, &n, &off, &a, &f)) {
 		if (off < CHECK_OFF || off >= bs)
 			off = CHECK_OFF;
 	} else {
@@ -174,7 +244,7 @@ static bool small_reuse_ok(unsigned char *blk, size_t bs)
 	}
 	old = blk + off;
 	if (damaged(blk + 32, blk + bs, CHECK_FILL, old, &first, &last)) {
-		report("write after free", old, n, first, last);
+		report_at("write after free", old, n, first, last, a, f);
 		return false;
 	}
 	return true;
@@ -194,6 +264,7 @@ static void *small_alloc(struct jp_heap *h, size_t n, size_t align, bool zero)
 	} while (!small_reuse_ok(blk, bs));
 	*f64(blk, 0) = hdr_word(n, off);
 	*f64(blk, 1) = CHECK_LIVE ^ hdr_word(n, off);
+	*f64(blk, 2) = site_word(site_here());
 	memset(blk + CHECK_HDR, CHECK_CANARY, off - CHECK_HDR);
 	if (zero)
 		memset(blk + off, 0, n);
@@ -210,7 +281,8 @@ static unsigned char *small_find(struct jp_span *s, const void *p, size_t *np,
 				 const char *what)
 {
 	unsigned char *blk = block_of(s, (uintptr_t)p), *u = (unsigned char *)p;
-	size_t n, off, bs = s->bsize;
+	size_t n, off, bs = s->bsize, fn, foff;
+	uint32_t a, f;
 	long long first, last;
 
 	if (blk == NULL) {
@@ -219,8 +291,10 @@ static unsigned char *small_find(struct jp_span *s, const void *p, size_t *np,
 	}
 	if (!live_hdr(blk, bs, &n, &off)) {
 		if (key_word(blk) == jp__ag.key && jp__block_is_free(jp__tls_heap, blk, s)) {
-			report("double free", p, (*f64(blk, 2) ^ *f64(blk, 3)) == CHECK_FREED ?
-			       (size_t)(uint32_t)*f64(blk, 2) : SIZE_MAX, 1, 0);
+			if (freed_hdr(blk, &fn, &foff, &a, &f))
+				report_at("double free", p, fn, 1, 0, a, f);
+			else
+				report("double free", p, SIZE_MAX, 1, 0);
 			return NULL;
 		}
 		/*
@@ -244,22 +318,38 @@ static unsigned char *small_find(struct jp_span *s, const void *p, size_t *np,
 		report(what, p, SIZE_MAX, 1, 0);
 		return NULL;
 	}
+	/* An underflow of 9 to 16 bytes reaches the site word: its check
+	 * fails, and the bytes it names start there. */
 	if (damaged(blk + CHECK_HDR, u, CHECK_CANARY, u, &first, &last)) {
-		report("underflow before the start", p, n, first, last);
+		if (!live_site(blk, &a)) {
+			first = CHECK_SITE_AT - (long long)off;
+			a = 0;
+		}
+		report_at("underflow before the start", p, n, first, last, a, 0);
+		return NULL;
+	}
+	if (!live_site(blk, &a)) {
+		report("underflow before the start", p, n, CHECK_SITE_AT - (long long)off,
+		       CHECK_HDR - 1 - (long long)off);
 		return NULL;
 	}
 	if (damaged(u + n, blk + bs, CHECK_CANARY, u, &first, &last)) {
-		report("overflow past the end", p, n, first, last);
+		report_at("overflow past the end", p, n, first, last, a, 0);
 		return NULL;
 	}
 	*np = n;
 	return blk;
 }
 
+/* blk: a live block small_find checked (its site word among it). */
 static void small_free(unsigned char *blk, struct jp_span *s)
 {
-	*f64(blk, 2) = *f64(blk, 0);
-	*f64(blk, 3) = *f64(blk, 0) ^ CHECK_FREED;
+	uint64_t w0 = *f64(blk, 0), w2;
+	uint32_t a = (uint32_t)*f64(blk, 2), f = site_here();
+
+	w2 = (w0 & 0xffffff) | (uint64_t)__builtin_ctzll(w0 >> 32) << 24 | (uint64_t)a << 32;
+	*f64(blk, 2) = w2;
+	*f64(blk, 3) = (uint64_t)f | (uint64_t)freed_check(w2, f) << 32;
 	memset(blk + 32, CHECK_FILL, s->bsize - 32);
 	jp__free_block(jp__heap_get(), blk, s);
 }
@@ -293,6 +383,7 @@ static void *huge_alloc(size_t n, size_t align, bool zero)
 		return NULL;
 	hg = jp__huge_of(u);
 	hg->req = n;
+	hg->alloc_site = site_here();
 	memset(huge_pre(hg), CHECK_CANARY, (size_t)(u - huge_pre(hg)));
 	memset(u + n, CHECK_CANARY, hg->usable - n);
 	return u;
@@ -311,11 +402,12 @@ static struct jp_huge *huge_find(const void *p, const char *what)
 		return NULL;
 	}
 	if (damaged(huge_pre(hg), u, CHECK_CANARY, u, &first, &last)) {
-		report("underflow before the start", p, hg->req, first, last);
+		report_at("underflow before the start", p, hg->req, first, last,
+			  hg->alloc_site, 0);
 		return NULL;
 	}
 	if (damaged(u + hg->req, u + hg->usable, CHECK_CANARY, u, &first, &last)) {
-		report("overflow past the end", p, hg->req, first, last);
+		report_at("overflow past the end", p, hg->req, first, last, hg->alloc_site, 0);
 		return NULL;
 	}
 	return hg;

@@ -159,5 +159,14 @@ _Noreturn void jp__die_ptr(const char *what, const void *ptr) JP_COLD;
  */
 _Noreturn void jp__die_block(const char *what, const void *ptr, size_t size,
 			     long long first, long long last, const char *note) JP_COLD;
+/*
+ * The same, then the stacks (stack ids of base/stack.h, 0: none) where the
+ * block was allocated and where it was freed, each as "  allocated at:"
+ * (or "  freed at:", "  first freed at:" for a double free) and a line
+ * "    #i <frame>" per frame (jp__stack_put_pc's format).
+ */
+_Noreturn void jp__die_block_at(const char *what, const void *ptr, size_t size,
+				long long first, long long last, const char *note,
+				uint32_t alloc_site, uint32_t free_site) JP_COLD;
 
 #endif /* JP_INTERNAL_H */

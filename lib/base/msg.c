@@ -3,9 +3,11 @@
  * string builder every message is put together with (on the stack, with
  * no allocation: they are written from malloc, signal handlers and
  * fork handlers), and the one way misuse ends (jp__die: one line on
- * stderr, abort).  Declared in os.h, under "msg.c".
+ * stderr, abort; jp__die_block_at adds the stacks where a block was
+ * allocated and freed).  Declared in os.h, under "msg.c".
  */
 #include "os.h"
+#include "stack.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -192,8 +194,56 @@ static void block_msg(char *line, size_t cap, const char *what, const void *ptr,
 void jp__die_block(const char *what, const void *ptr, size_t size,
 		   long long first, long long last, const char *note)
 {
-	char line[240];
+	jp__die_block_at(what, ptr, size, first, last, note, 0, 0);
+}
+
+/* "  <label>\n" and a line per frame of the stack id, "    #i <pc>"; nothing
+ * for a stack the depot does not hold.  True when a frame printed in the
+ * file form. */
+static bool put_site(char *buf, size_t cap, size_t *len, const char *label, uint32_t id)
+{
+	uintptr_t pcs[JP_STACK_MAX];
+	unsigned n = jp__stack_depot_get(id, pcs, JP_STACK_MAX);
+	bool unnamed = false;
+	char num[24];
+
+	if (n == 0)
+		return false;
+	jp__str_add(buf, cap, len, "  ");
+	jp__str_add(buf, cap, len, label);
+	jp__str_add(buf, cap, len, "\n");
+	for (unsigned i = 0; i < n; i++) {
+		jp__str_add(buf, cap, len, "    #");
+		jp__str_add(buf, cap, len, jp__fmt_u64(num, i));
+		jp__str_add(buf, cap, len, " ");
+		unnamed |= jp__stack_put_pc(buf, cap, len, pcs[i]);
+		jp__str_add(buf, cap, len, "\n");
+	}
+	return unnamed;
+}
+
+void jp__die_block_at(const char *what, const void *ptr, size_t size,
+		      long long first, long long last, const char *note,
+		      uint32_t alloc_site, uint32_t free_site)
+{
+	char line[240], buf[4096];
+	size_t len = 0;
+	bool unnamed;
 
 	block_msg(line, sizeof line, what, ptr, size, first, last, note);
-	jp__die(line);
+	if (alloc_site == 0 && free_site == 0)
+		jp__die(line);
+	buf[0] = '\0';
+	jp__str_add(buf, sizeof buf, &len, "jpsync: ");
+	jp__str_add(buf, sizeof buf, &len, line);
+	jp__str_add(buf, sizeof buf, &len, "\n");
+	unnamed = put_site(buf, sizeof buf, &len, "allocated at:", alloc_site);
+	unnamed |= put_site(buf, sizeof buf, &len,
+			    strcmp(what, "double free") == 0 ? "first freed at:" : "freed at:",
+			    free_site);
+	if (unnamed)
+		jp__str_add(buf, sizeof buf, &len, "  (for file(+0xoff): addr2line -f -e file"
+			    " +0xoff; link with -rdynamic for names)\n");
+	jp__os_write(2, buf, len);
+	abort();
 }

@@ -31,10 +31,9 @@
 #include "sync.h"
 #include "base/os.h"
 #include "base/lock.h"
+#include "base/stack.h"
 #include "base/thread_exit.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -97,12 +96,7 @@ struct ld_buf {
 
 static void put(struct ld_buf *b, const char *s)
 {
-	size_t l = strlen(s);
-
-	if (l > sizeof b->s - 1 - b->n)
-		l = sizeof b->s - 1 - b->n;
-	memcpy(b->s + b->n, s, l);
-	b->n += l;
+	jp__str_add(b->s, sizeof b->s, &b->n, s);
 }
 
 static void put_hex(struct ld_buf *b, uintptr_t v)
@@ -119,44 +113,11 @@ static void put_dec(struct ld_buf *b, uint64_t v)
 	put(b, jp__fmt_u64(t, v));
 }
 
-/*
- * "symbol+0xoff (0xpc)" when the dynamic symbol table names the code,
- * "file(+0xoff) (0xpc)" when it does not (a static function, or a program
- * not linked with -rdynamic), or "0xpc".  The file form is glibc
- * backtrace_symbols' and what addr2line takes as it is
- * (addr2line -f -e file +0xoff): the offset is from the object's load
- * bias, so the address the object's symbol table and DWARF use, for a PIE,
- * a fixed-address program or a shared library alike.  pc is a return
- * address: addr2line may name the line after the call.
- */
+/* One frame, in the format of every report of the library (base/stack.h). */
 static void put_pc(struct ld_buf *b, void *pc)
 {
-	Dl_info info;
-	struct link_map *lm = NULL;
-
-	if (pc != NULL && dladdr1(pc, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0) {
-		if (info.dli_sname != NULL && info.dli_saddr != NULL) {
-			put(b, info.dli_sname);
-			put(b, "+");
-			put_hex(b, (uintptr_t)pc - (uintptr_t)info.dli_saddr);
-			put(b, " (");
-			put_hex(b, (uintptr_t)pc);
-			put(b, ")");
-			return;
-		}
-		if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
-			put(b, info.dli_fname);
-			put(b, "(+");
-			put_hex(b, (uintptr_t)pc - (lm != NULL ? (uintptr_t)lm->l_addr
-							 : (uintptr_t)info.dli_fbase));
-			put(b, ") (");
-			put_hex(b, (uintptr_t)pc);
-			put(b, ")");
-			b->unnamed = true;
-			return;
-		}
-	}
-	put_hex(b, (uintptr_t)pc);
+	if (jp__stack_put_pc(b->s, sizeof b->s, &b->n, (uintptr_t)pc))
+		b->unnamed = true;
 }
 
 /* Set once the hint below has been printed: once a process is enough. */

@@ -14,6 +14,10 @@
  *   alloc-helper check-overflow-huge  one byte past a huge block of 300000
  *   alloc-helper check-overflow-256k  one byte past a block of 256 KiB
  *   alloc-helper check-double    a double free
+ *   alloc-helper check-sites     a double free of a block allocated in
+ *                                alloc_here() and first freed in
+ *                                free_here() (linked with -rdynamic, so
+ *                                that check mode's report names them)
  *   alloc-helper check-foreign   a free of a stack address
  *   alloc-helper fork-nested     a signal handler forks while a fork's
  *                                prepare handlers hold the allocator's
@@ -520,6 +524,31 @@ static void *noted(void *p)
 	return p;
 }
 
+/* check-sites: the two sites the report must name.  Not static, so that
+ * the dynamic symbol table names them; the empty asm keeps each call a
+ * call (not a jump, which would leave the function off the stack). */
+#ifdef __clang__
+#define SITE __attribute__((noinline, used))
+#else
+#define SITE __attribute__((noinline, noclone, used))
+#endif
+void *alloc_here(size_t n);
+void free_here(void *p);
+
+SITE void *alloc_here(size_t n)
+{
+	void *p = jp_alloc(n);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+SITE void free_here(void *p)
+{
+	jp_free(p);
+	__asm__ volatile("" ::: "memory");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -572,6 +601,12 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "check-double") == 0) {
 		p = noted(jp_alloc(100));
 		jp_free(p);
+		jp_free(p);		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-sites") == 0) {
+		p = noted(alloc_here(100));
+		free_here(p);
 		jp_free(p);		/* the bug */
 		return 0;
 	}

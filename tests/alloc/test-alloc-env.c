@@ -59,7 +59,8 @@ static void test_check_realloc(void)
 
 /*
  * A check-mode abort: the helper printed "ptr=<p>" first; the message must
- * be exactly "jpsync: <what> of <p><rest>".
+ * be exactly "jpsync: <what> of <p><rest>", followed by nothing or by the
+ * block's sites ("  allocated at:" and its frames).
  */
 static void expect_check_abort(const char *mode, const char *what, const char *rest)
 {
@@ -72,7 +73,11 @@ static void expect_check_abort(const char *mode, const char *what, const char *r
 	CU_ASSERT_FATAL(sscanf(res.err, "ptr=%p", &p) == 1);
 	snprintf(want, sizeof want, "ptr=%p\njpsync: %s of 0x%lx%s\n", p, what,
 		 (unsigned long)(uintptr_t)p, rest);
-	CU_ASSERT_STRING_EQUAL(res.err, want);
+	CU_ASSERT_EQUAL(strncmp(res.err, want, strlen(want)), 0);
+	if (strncmp(res.err, want, strlen(want)) != 0)
+		printf("\nwanted %s\ngot %s\n", want, res.err);
+	else if (res.err[strlen(want)] != '\0')
+		CU_ASSERT_EQUAL(strncmp(res.err + strlen(want), "  allocated at:\n    #0 ", 23), 0);
 }
 
 static void test_check_write_after_free(void)
@@ -99,6 +104,29 @@ static void test_check_underflow(void)
 static void test_check_double_free(void)
 {
 	expect_check_abort("check-double", "double free", " (100 bytes)");
+}
+
+/*
+ * The report of a double free names the allocation's site and the first
+ * free's, innermost frame first: the helper's alloc_here and free_here.
+ */
+static void test_check_double_free_sites(void)
+{
+	struct jp_child_result res;
+	const char *a, *f;
+
+	run_helper("check-sites", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.signaled && res.sig == SIGABRT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, "\njpsync: double free of 0x"));
+	a = strstr(res.err, "\n  allocated at:\n    #0 alloc_here+0x");
+	f = strstr(res.err, "\n  first freed at:\n    #0 free_here+0x");
+	CU_ASSERT_PTR_NOT_NULL(a);
+	CU_ASSERT_PTR_NOT_NULL(f);
+	CU_ASSERT(a != NULL && f != NULL && a < f);
+	/* the caller of both, one frame down: the helper's main */
+	CU_ASSERT(a != NULL && strstr(a, "\n    #1 main+0x") != NULL);
+	if (a == NULL || f == NULL)
+		printf("\n%s\n", res.err);
 }
 
 static void test_check_foreign_free(void)
@@ -394,6 +422,8 @@ static CU_TestInfo env_tests[] = {
 	{ "JPSYNC_CHECK=1: overflow past the end (small, 256 KiB, huge)", test_check_overflow },
 	{ "JPSYNC_CHECK=1: underflow before the start", test_check_underflow },
 	{ "JPSYNC_CHECK=1: double free", test_check_double_free },
+	{ "JPSYNC_CHECK=1: a double free names where it was allocated and first freed",
+	  test_check_double_free_sites },
 	{ "JPSYNC_CHECK=1: foreign free", test_check_foreign_free },
 	{ "JPSYNC_CHECK=1: free_sized above the requested size", test_check_free_sized },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },

@@ -1,0 +1,267 @@
+/*
+ * stack.c - stack capture, the depot of captured stacks, and the printer
+ * of a code address (stack.h says what each promises).
+ *
+ * Why _Unwind_Backtrace: it is the unwinder every C++ exception already
+ * uses, ships with the compiler (libgcc_s, or libgcc_eh in a static link)
+ * on every target we build for, reads the .eh_frame tables that the
+ * compilers emit by default, and needs no frame pointers.  glibc's
+ * backtrace() is the same unwinder behind a dlopen of libgcc_s on its
+ * first call, and that dlopen allocates: unusable inside malloc.
+ * libunwind would be one more run-time dependency for the same walk.
+ */
+#include "stack.h"
+#include "os.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unwind.h>
+
+void (*jp__stack_hook)(void);
+
+/* The capture under way on this thread (initial-exec: no allocation on the
+ * first access, which may be inside malloc). */
+static __thread bool st_busy __attribute__((tls_model("initial-exec")));
+
+/* ---- this library's code: [self_lo, self_hi) ---------------------------- */
+
+/* 0 until found; then the executable segment holding this file's code.
+ * relaxed: both words are the same on every thread that computes them,
+ * and a thread that sees self_hi 0 only computes them again. */
+static _Atomic uintptr_t self_lo, self_hi;
+
+static int self_phdr(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)(void *)jp__stack_capture;
+
+	(void)size;
+	(void)arg;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) != 0 &&
+		    me >= lo && me - lo < ph->p_memsz) {
+			atomic_store_explicit(&self_lo, lo, memory_order_relaxed);
+			atomic_store_explicit(&self_hi, lo + ph->p_memsz, memory_order_relaxed);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- capture ------------------------------------------------------------ */
+
+struct walk {
+	uintptr_t *pcs;
+	unsigned max, n, skip;
+	bool self;
+	uintptr_t lo, hi;
+};
+
+static _Unwind_Reason_Code walk_one(struct _Unwind_Context *ctx, void *arg)
+{
+	struct walk *w = arg;
+	uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
+
+	if (pc == 0)
+		return _URC_END_OF_STACK;
+	if (w->skip > 0) {
+		w->skip--;
+		return _URC_NO_REASON;
+	}
+	if (w->self) {
+		if (pc >= w->lo && pc < w->hi)
+			return _URC_NO_REASON;
+		w->self = false;
+	}
+	w->pcs[w->n++] = pc;
+	return w->n == w->max ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+/* noinline: the frame to skip is this function's own. */
+__attribute__((noinline))
+unsigned jp__stack_capture(uintptr_t *pcs, unsigned max, unsigned skip, bool self)
+{
+	/* skip + 1: the walk starts in this function's frame. */
+	struct walk w = { pcs, max > JP_STACK_MAX ? JP_STACK_MAX : max, 0, skip + 1,
+			  self, 0, 0 };
+
+	if (st_busy || w.max == 0)
+		return 0;
+	st_busy = true;
+	if (self) {
+		if (atomic_load_explicit(&self_hi, memory_order_relaxed) == 0)
+			dl_iterate_phdr(self_phdr, NULL);
+		w.lo = atomic_load_explicit(&self_lo, memory_order_relaxed);
+		w.hi = atomic_load_explicit(&self_hi, memory_order_relaxed);
+	}
+	if (jp__stack_hook != NULL)
+		jp__stack_hook();
+	_Unwind_Backtrace(walk_one, &w);
+	st_busy = false;
+	return w.n;
+}
+
+/* ---- the depot ---------------------------------------------------------- */
+
+/*
+ * An open-addressed table of DEPOT_SLOTS slots, mapped on first use
+ * (demand-paged: a slot costs memory once it is written).  A slot's tag is
+ * 0 (empty), DEPOT_BUSY (claimed, being written) or the stack's hash with
+ * bit 0 set (published).  An inserter claims an empty slot with a CAS
+ * from 0 to DEPOT_BUSY, writes the pcs, then stores the hash with release;
+ * a reader that loads a hash with acquire sees the pcs written before it.
+ * A reader passes a busy slot by, so two threads inserting one stack at
+ * once may both insert it: two ids for one stack, which costs a slot and
+ * nothing else.  The id of slot i is i + 1.
+ */
+#define DEPOT_SLOTS	16384u
+#define DEPOT_PROBES	64u
+#define DEPOT_BUSY	2u
+
+struct depot_slot {
+	_Atomic uint32_t tag;
+	uint32_t n;
+	uintptr_t pc[JP_STACK_MAX];
+};
+
+static _Atomic(struct depot_slot *) depot;
+
+static struct depot_slot *depot_get(void)
+{
+	/* acquire: the mapping's zeroes are ours to read (they are the
+	 * kernel's, but the pointer is the publication). */
+	struct depot_slot *d = atomic_load_explicit(&depot, memory_order_acquire), *none = NULL;
+	void *m;
+
+	if (d != NULL)
+		return d;
+	if (jp__os_map(&m, DEPOT_SLOTS * sizeof(struct depot_slot)) != 0)
+		return NULL;
+	/* acq_rel: publish ours, or see the winner's. */
+	if (atomic_compare_exchange_strong_explicit(&depot, &none, (struct depot_slot *)m,
+						    memory_order_acq_rel, memory_order_acquire))
+		return m;
+	jp__os_unmap(m, DEPOT_SLOTS * sizeof(struct depot_slot));
+	return none;
+}
+
+static uint32_t depot_hash(const uintptr_t *pcs, unsigned n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+
+	for (unsigned i = 0; i < n; i++) {
+		h ^= (uint64_t)pcs[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	return (uint32_t)h | 1u;	/* never 0 nor DEPOT_BUSY */
+}
+
+uint32_t jp__stack_depot_put(const uintptr_t *pcs, unsigned n)
+{
+	struct depot_slot *d;
+	uint32_t h, i;
+
+	if (n == 0)
+		return 0;
+	if (n > JP_STACK_MAX)
+		n = JP_STACK_MAX;
+	d = depot_get();
+	if (d == NULL)
+		return 0;
+	h = depot_hash(pcs, n);
+	for (uint32_t k = 0; k < DEPOT_PROBES; k++) {
+		struct depot_slot *s;
+		uint32_t tag, zero = 0;
+
+		i = (h + k) & (DEPOT_SLOTS - 1);
+		s = &d[i];
+		/* acquire: pairs with the release that published the slot. */
+		tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+		if (tag == h) {
+			JP_HB_ACQUIRE(s);
+			if (s->n == n && memcmp(s->pc, pcs, n * sizeof *pcs) == 0)
+				return i + 1;
+			continue;
+		}
+		if (tag != 0)
+			continue;
+		/* relaxed: the CAS only claims the slot; the release below
+		 * publishes what is written into it. */
+		if (!atomic_compare_exchange_strong_explicit(&s->tag, &zero, DEPOT_BUSY,
+							     memory_order_relaxed,
+							     memory_order_relaxed))
+			continue;
+		s->n = n;
+		memcpy(s->pc, pcs, n * sizeof *pcs);
+		JP_HB_RELEASE(s);
+		atomic_store_explicit(&s->tag, h, memory_order_release);
+		return i + 1;
+	}
+	return 0;	/* full around this hash */
+}
+
+unsigned jp__stack_depot_get(uint32_t id, uintptr_t *pcs, unsigned max)
+{
+	struct depot_slot *d = atomic_load_explicit(&depot, memory_order_acquire), *s;
+	uint32_t tag;
+	unsigned n;
+
+	if (d == NULL || id == 0 || id > DEPOT_SLOTS)
+		return 0;
+	s = &d[id - 1];
+	/* acquire: pairs with the release that published the slot. */
+	tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+	if (tag == 0 || tag == DEPOT_BUSY)
+		return 0;
+	JP_HB_ACQUIRE(s);
+	n = s->n < max ? s->n : max;
+	memcpy(pcs, s->pc, n * sizeof *pcs);
+	return n;
+}
+
+/* ---- the printer -------------------------------------------------------- */
+
+/*
+ * The file form is glibc backtrace_symbols' and what addr2line takes as it
+ * is (addr2line -f -e file +0xoff): the offset is from the object's load
+ * bias, so the address the object's symbol table and DWARF use, for a PIE,
+ * a fixed-address program or a shared library alike.  pc is a return
+ * address: addr2line may name the line after the call.
+ */
+bool jp__stack_put_pc(char *buf, size_t cap, size_t *len, uintptr_t pc)
+{
+	Dl_info info;
+	struct link_map *lm = NULL;
+	char hex[24];
+
+	if (pc != 0 && dladdr1((void *)pc, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0) {
+		if (info.dli_sname != NULL && info.dli_saddr != NULL) {
+			jp__str_add(buf, cap, len, info.dli_sname);
+			jp__str_add(buf, cap, len, "+");
+			jp__str_add(buf, cap, len,
+				    jp__fmt_hex(hex, pc - (uintptr_t)info.dli_saddr));
+			jp__str_add(buf, cap, len, " (");
+			jp__str_add(buf, cap, len, jp__fmt_hex(hex, pc));
+			jp__str_add(buf, cap, len, ")");
+			return false;
+		}
+		if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
+			jp__str_add(buf, cap, len, info.dli_fname);
+			jp__str_add(buf, cap, len, "(+");
+			jp__str_add(buf, cap, len,
+				    jp__fmt_hex(hex, pc - (lm != NULL ? (uintptr_t)lm->l_addr
+								: (uintptr_t)info.dli_fbase)));
+			jp__str_add(buf, cap, len, ") (");
+			jp__str_add(buf, cap, len, jp__fmt_hex(hex, pc));
+			jp__str_add(buf, cap, len, ")");
+			return true;
+		}
+	}
+	jp__str_add(buf, cap, len, jp__fmt_hex(hex, pc));
+	return false;
+}

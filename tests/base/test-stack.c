@@ -1,0 +1,173 @@
+/* test-stack.c - stack capture, the depot and the printer
+ * (lib/base/stack.c), white-box.  Linked with -rdynamic so that dladdr
+ * names this program's functions. */
+#include "base/os.h"
+#include "base/stack.h"
+
+#include "testutil.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#ifdef __clang__
+#define FRAME __attribute__((noinline, used))
+#else
+#define FRAME __attribute__((noinline, noclone, used))
+#endif
+
+/* Not static: in the dynamic symbol table, so dladdr names them. */
+unsigned frame_inner(uintptr_t *pcs, unsigned max);
+unsigned frame_middle(uintptr_t *pcs, unsigned max);
+unsigned frame_outer(uintptr_t *pcs, unsigned max);
+
+/* The empty asm after each call keeps the call from becoming a jump. */
+FRAME unsigned frame_inner(uintptr_t *pcs, unsigned max)
+{
+	unsigned n = jp__stack_capture(pcs, max, 0, false);
+
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+FRAME unsigned frame_middle(uintptr_t *pcs, unsigned max)
+{
+	unsigned n = frame_inner(pcs, max);
+
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+FRAME unsigned frame_outer(uintptr_t *pcs, unsigned max)
+{
+	unsigned n = frame_middle(pcs, max);
+
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+/* The name of the function that the return address pc lies in. */
+static const char *name_of(uintptr_t pc)
+{
+	Dl_info info;
+
+	/* pc - 1: the call, not what follows it. */
+	if (dladdr((void *)(pc - 1), &info) == 0 || info.dli_sname == NULL)
+		return "?";
+	return info.dli_sname;
+}
+
+static void test_capture_names_callers_in_order(void)
+{
+	uintptr_t pcs[JP_STACK_MAX];
+	unsigned n = frame_outer(pcs, JP_STACK_MAX);
+
+	CU_ASSERT_FATAL(n >= 3);
+	CU_ASSERT_STRING_EQUAL(name_of(pcs[0]), "frame_inner");
+	CU_ASSERT_STRING_EQUAL(name_of(pcs[1]), "frame_middle");
+	CU_ASSERT_STRING_EQUAL(name_of(pcs[2]), "frame_outer");
+}
+
+static void test_capture_max_and_skip(void)
+{
+	uintptr_t all[JP_STACK_MAX], two[2], pcs[JP_STACK_MAX];
+
+	CU_ASSERT_FATAL(frame_outer(all, JP_STACK_MAX) >= 3);
+	CU_ASSERT_EQUAL(frame_outer(two, 2), 2);
+	CU_ASSERT_STRING_EQUAL(name_of(two[0]), "frame_inner");
+	CU_ASSERT_STRING_EQUAL(name_of(two[1]), "frame_middle");
+	/* skip 1 from here: the first pc is this function's caller's. */
+	CU_ASSERT(jp__stack_capture(pcs, JP_STACK_MAX, 1, false) >= 1);
+	CU_ASSERT_STRING_NOT_EQUAL(name_of(pcs[0]), "test_capture_max_and_skip");
+	CU_ASSERT_EQUAL(jp__stack_capture(pcs, 0, 0, false), 0);
+}
+
+static unsigned nested_n = 99;
+static int nested_calls;
+
+static void nested_capture(void)
+{
+	uintptr_t pcs[JP_STACK_MAX];
+
+	nested_calls++;
+	nested_n = jp__stack_capture(pcs, JP_STACK_MAX, 0, false);
+}
+
+static void test_nested_capture_returns_nothing(void)
+{
+	uintptr_t pcs[JP_STACK_MAX];
+	unsigned n;
+
+	jp__stack_hook = nested_capture;
+	n = frame_outer(pcs, JP_STACK_MAX);
+	jp__stack_hook = NULL;
+	CU_ASSERT_EQUAL(nested_calls, 1);
+	CU_ASSERT_EQUAL(nested_n, 0);
+	CU_ASSERT(n >= 3);	/* the outer capture is whole */
+	/* and the guard is down again */
+	CU_ASSERT(frame_outer(pcs, JP_STACK_MAX) >= 3);
+}
+
+static void test_depot_same_stack_same_id(void)
+{
+	uintptr_t a[JP_STACK_MAX], b[JP_STACK_MAX], got[JP_STACK_MAX];
+	unsigned na = 0, nb;
+	uint32_t ids[2];
+
+	/* Twice the same three frames (the callers of frame_outer differ). */
+	for (int i = 0; i < 2; i++) {
+		na = frame_outer(a, 3);
+		ids[i] = jp__stack_depot_put(a, na);
+	}
+	CU_ASSERT_EQUAL_FATAL(na, 3);
+	CU_ASSERT_NOT_EQUAL(ids[0], 0);
+	CU_ASSERT_EQUAL(ids[0], ids[1]);
+	CU_ASSERT_EQUAL(jp__stack_depot_get(ids[0], got, JP_STACK_MAX), na);
+	CU_ASSERT_EQUAL(memcmp(got, a, na * sizeof *a), 0);
+	/* another stack (called from elsewhere), another id */
+	nb = frame_middle(b, JP_STACK_MAX);
+	CU_ASSERT_NOT_EQUAL(jp__stack_depot_put(b, nb), ids[0]);
+	CU_ASSERT_EQUAL(jp__stack_depot_put(b, nb), jp__stack_depot_put(b, nb));
+	/* a prefix of a stack is another stack */
+	CU_ASSERT_NOT_EQUAL(jp__stack_depot_put(a, na - 1), ids[0]);
+	/* get: at most max, nothing for ids the depot does not hold */
+	CU_ASSERT_EQUAL(jp__stack_depot_get(ids[0], got, 2), 2);
+	CU_ASSERT_EQUAL(jp__stack_depot_get(0, got, JP_STACK_MAX), 0);
+	CU_ASSERT_EQUAL(jp__stack_depot_get(UINT32_MAX, got, JP_STACK_MAX), 0);
+	CU_ASSERT_EQUAL(jp__stack_depot_put(a, 0), 0);
+}
+
+static void test_put_pc_format(void)
+{
+	uintptr_t pcs[JP_STACK_MAX];
+	char line[256];
+	size_t len = 0;
+
+	CU_ASSERT_FATAL(frame_outer(pcs, JP_STACK_MAX) >= 1);
+	line[0] = '\0';
+	CU_ASSERT_FALSE(jp__stack_put_pc(line, sizeof line, &len, pcs[0]));
+	CU_ASSERT_EQUAL(strncmp(line, "frame_inner+0x", 14), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(line, " (0x"));
+	CU_ASSERT_EQUAL(len, strlen(line));
+	len = 0;
+	CU_ASSERT_FALSE(jp__stack_put_pc(line, sizeof line, &len, 0));
+	CU_ASSERT_STRING_EQUAL(line, "0x0");
+}
+
+static CU_TestInfo stack_tests[] = {
+	{ "capture names the callers, innermost first", test_capture_names_callers_in_order },
+	{ "capture stops at max and skips frames", test_capture_max_and_skip },
+	{ "a capture inside a capture returns no frames", test_nested_capture_returns_nothing },
+	{ "the depot gives one stack one id", test_depot_same_stack_same_id },
+	{ "a pc prints as symbol+0xoff (0xpc)", test_put_pc_format },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ "stack", NULL, NULL, NULL, NULL, stack_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return jp_test_run(suites);
+}
