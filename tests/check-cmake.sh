@@ -1,7 +1,7 @@
 #!/bin/sh
-# make install into a DESTDIR, then configure a small CMake project that
-# does find_package(jpsync 1.1 REQUIRED) and builds examples/hello.c
-# against the imported target jpsync::jpsync, from that tree only; run it
+# make install into a DESTDIR, then configure README.md's CMake project
+# (find_package(jpsync 1.1 REQUIRED), examples/hello.c linked to the
+# imported target jpsync::jpsync) against that tree only; build and run it
 # ("sum 500500") and check that it loaded the installed libjpsync.so.1.
 # The target's properties (library file, soname, headers) and the version
 # file (SameMajorVersion: 1.0 is met, 2.0 and a later minor are not) are
@@ -39,16 +39,21 @@ set -- $CC
 cc_prog=$1; shift
 cflags="$* ${SANITIZER_CFLAGS:-}"
 
-mkdir "$tmp/src"
+# The program: README.md's CMakeLists.txt (the ```cmake block of "## A C
+# example"), as a user writes it, with hello.c beside it; then lines that
+# print what the test checks of the target.
+readme=$top_srcdir/README.md
+mkdir "$tmp/src" "$tmp/ver"
 cp "$top_srcdir/examples/hello.c" "$tmp/src/"
-cat > "$tmp/src/CMakeLists.txt" <<'CMAKE'
-cmake_minimum_required(VERSION 3.13)
-project(hello C)
-find_package(jpsync ${WANT} REQUIRED)
-if(BUILD_HELLO)
-  add_executable(hello hello.c)
-  target_link_libraries(hello PRIVATE jpsync::jpsync)
-endif()
+awk '$0 == "## A C example" { t = 1; next }
+     t && /^## / { exit }
+     t && /^```cmake$/ { inb = 1; next }
+     inb && /^```/ { exit }
+     inb { print }' "$readme" > "$tmp/src/CMakeLists.txt"
+grep -q 'find_package(jpsync' "$tmp/src/CMakeLists.txt" ||
+  { echo "FAIL: no \`\`\`cmake block with find_package(jpsync) under '## A C example' in README.md"; exit 1; }
+echo "README.md's CMakeLists.txt:"; sed 's/^/  /' "$tmp/src/CMakeLists.txt"
+cat >> "$tmp/src/CMakeLists.txt" <<'CMAKE'
 foreach(p IMPORTED_LOCATION IMPORTED_SONAME INTERFACE_INCLUDE_DIRECTORIES INTERFACE_LINK_LIBRARIES)
   get_target_property(v jpsync::jpsync ${p})
   message(STATUS "jpsync-test: ${p}=${v}")
@@ -56,22 +61,28 @@ endforeach()
 message(STATUS "jpsync-test: jpsync_DIR=${jpsync_DIR}")
 message(STATUS "jpsync-test: jpsync_VERSION=${jpsync_VERSION}")
 CMAKE
+# The version rules: find_package(jpsync WANT REQUIRED) alone.
+cat > "$tmp/ver/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.13)
+project(version C)
+find_package(jpsync ${WANT} REQUIRED)
+CMAKE
 
-# configure NAME WANT [BUILD]: a CMake build tree $tmp/NAME asking for
-# version WANT; only the installed tree is searched (not /usr, /usr/local).
+# configure SRC NAME [WANT]: the CMake build tree $tmp/NAME of $tmp/SRC;
+# only the installed tree is searched (not /usr, /usr/local).
 configure() {
-  "$CMAKE" -S "$tmp/src" -B "$tmp/$1" -DWANT="$2" -DBUILD_HELLO="${3:-OFF}" \
+  "$CMAKE" -S "$tmp/$1" -B "$tmp/$2" -DWANT="${3:-}" \
     -DCMAKE_PREFIX_PATH="$dest$prefix" -DCMAKE_FIND_USE_CMAKE_SYSTEM_PATH=OFF \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
     -DCMAKE_C_COMPILER="$cc_prog" -DCMAKE_C_FLAGS="$cflags" \
     -DCMAKE_EXE_LINKER_FLAGS="${SANITIZER_CFLAGS:-}" -DCMAKE_BUILD_TYPE= \
-    > "$tmp/$1.log" 2>&1
+    > "$tmp/$2.log" 2>&1
 }
 prop() { sed -n "s/^-- jpsync-test: $1=//p" "$tmp/$2.log"; }
 
-# ---- find_package(jpsync MAJOR.MINOR REQUIRED) and the program built with it
-configure build "$major.$minor" ON ||
-  { echo "FAIL: cmake: find_package(jpsync $major.$minor REQUIRED)"; cat "$tmp/build.log"; exit 1; }
+# ---- README's project: find_package(jpsync ...), hello linked to jpsync::jpsync
+configure src build ||
+  { echo "FAIL: cmake of README.md's CMakeLists.txt"; cat "$tmp/build.log"; exit 1; }
 grep '^-- jpsync-test:' "$tmp/build.log"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -110,10 +121,10 @@ echo "$loaded" | grep -q "$libdir/$soname" ||
 echo "ok: examples/hello.c built with jpsync::jpsync printed '$out'"
 
 # ---- the version file: SameMajorVersion
-configure older "$major.0" || { bad "find_package(jpsync $major.0) refused"; cat "$tmp/older.log"; }
-configure none "" || { bad "find_package(jpsync) without a version refused"; cat "$tmp/none.log"; }
+configure ver older "$major.0" || { bad "find_package(jpsync $major.0) refused"; cat "$tmp/older.log"; }
+configure ver none || { bad "find_package(jpsync) without a version refused"; cat "$tmp/none.log"; }
 for want in "$((major + 1)).0" "$major.$((minor + 1))"; do
-  if configure "refuse-$want" "$want"; then
+  if configure ver "refuse-$want" "$want"; then
     bad "find_package(jpsync $want REQUIRED) accepted version $ver"
   elif ! grep -q "jpsyncConfig.cmake, version: $ver" "$tmp/refuse-$want.log"; then
     bad "find_package(jpsync $want) failed, but not on the version:"; cat "$tmp/refuse-$want.log"
