@@ -111,6 +111,11 @@ contains libjpsync1 "^$ma/libjpsync\.so\.1\.[0-9.]+$"
 contains libjpsync-dev "^$ma/libjpsync\.so$"
 contains libjpsync-dev "^$ma/libjpsync\.a$"
 contains libjpsync-dev "^$ma/pkgconfig/jpsync\.pc$"
+contains libjpsync-dev "^$ma/cmake/jpsync/jpsyncConfig\.cmake$"
+contains libjpsync-dev "^$ma/cmake/jpsync/jpsyncConfigVersion\.cmake$"
+for e in examples/*.c examples/*.cc; do
+  contains libjpsync-dev "^/usr/share/doc/libjpsync-dev/$e$"
+done
 contains libjpsync-dev '^/usr/include/jpsync\.h$'
 contains libjpsync-dev '^/usr/include/jpsync\.hpp$'
 for h in include/jpsync/*.h include/jpsync/*.hpp include/jpsync/version.h; do
@@ -238,6 +243,11 @@ for p in jpsync jpsync-devel; do
 done
 rpm_has jpsync-devel "^$libdir/libjpsync\.so$"
 rpm_has jpsync-devel "^$libdir/pkgconfig/jpsync\.pc$"
+rpm_has jpsync-devel "^$libdir/cmake/jpsync/jpsyncConfig\.cmake$"
+rpm_has jpsync-devel "^$libdir/cmake/jpsync/jpsyncConfigVersion\.cmake$"
+for e in examples/*.c examples/*.cc; do
+  rpm_has jpsync-devel "^$(rpm --eval '%{_docdir}')/jpsync-devel/$e$"
+done
 rpm_has jpsync-devel "^$includedir/jpsync\.h$"
 rpm_has jpsync-devel "^$includedir/jpsync\.hpp$"
 for h in include/jpsync/*.h include/jpsync/*.hpp include/jpsync/version.h; do
