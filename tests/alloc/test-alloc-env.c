@@ -142,13 +142,29 @@ static void test_check_free_sized(void)
 			   "invalid free_sized (size larger than the block)", "");
 }
 
+/* The file's bytes (at most size - 1, NUL-terminated) and then the file
+ * is gone; -1 when it cannot be read. */
+static ssize_t take_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	unlink(path);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
 static void test_stats_at_exit(void)
 {
 	struct jp_child_result res;
 	char path[256], buf[8192];
 	char env[300];
 	ssize_t n;
-	int fd;
 
 	run_helper("stats", "JPSYNC_STATS=1", NULL, &res);
 	CU_ASSERT(res.exited && res.status == 0);
@@ -169,13 +185,8 @@ static void test_stats_at_exit(void)
 	run_helper("stats", env, NULL, &res);
 	CU_ASSERT(res.exited && res.status == 0);
 	CU_ASSERT_PTR_NULL(strstr(res.err, "statistics"));
-	fd = open(path, O_RDONLY);
-	CU_ASSERT_FATAL(fd >= 0);
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	unlink(path);
+	n = take_file(path, buf, sizeof buf);
 	CU_ASSERT_FATAL(n > 0);
-	buf[n] = '\0';
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "jpsync allocator statistics"));
 
 	/* The process lines, at exit: the helper's name and pid, and at least
@@ -183,13 +194,8 @@ static void test_stats_at_exit(void)
 	unlink(path);
 	run_helper("stats-process", env, NULL, &res);
 	CU_ASSERT(res.exited && res.status == 0);
-	fd = open(path, O_RDONLY);
-	CU_ASSERT_FATAL(fd >= 0);
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	unlink(path);
+	n = take_file(path, buf, sizeof buf);
 	CU_ASSERT_FATAL(n > 0);
-	buf[n] = '\0';
 	{
 		struct table_process tp;
 		long pid = 0;
