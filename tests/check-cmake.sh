@@ -70,8 +70,16 @@ CMAKE
 
 # configure SRC NAME [WANT]: the CMake build tree $tmp/NAME of $tmp/SRC;
 # only the installed tree is searched (not /usr, /usr/local).
+# CMake looks in <prefix>/lib64 only on platforms that use it, not on
+# Debian, where the RPM is also test-built with --libdir=/usr/lib64:
+# there the config's folder is named, as a user of such a layout would.
+case $libdir in
+  "$dest$prefix/lib"|"$dest$prefix/lib/"*|"$dest$prefix/share") hint= ;;
+  *) hint=-Djpsync_DIR=$cfgdir ;;
+esac
 configure() {
-  "$CMAKE" -S "$tmp/$1" -B "$tmp/$2" -DWANT="${3:-}" \
+  # shellcheck disable=SC2086 # hint is one word or none
+  "$CMAKE" -S "$tmp/$1" -B "$tmp/$2" -DWANT="${3:-}" $hint \
     -DCMAKE_PREFIX_PATH="$dest$prefix" -DCMAKE_FIND_USE_CMAKE_SYSTEM_PATH=OFF \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
     -DCMAKE_C_COMPILER="$cc_prog" -DCMAKE_C_FLAGS="$cflags" \
