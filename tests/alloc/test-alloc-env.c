@@ -239,7 +239,13 @@ static void test_stats_signal(void)
 	CU_ASSERT_STRING_EQUAL(res.err, "handled\n");
 
 	/* Signals that land inside the allocator, its locks held: no
-	 * deadlock, no crash (the tables go to /dev/null). */
+	 * deadlock, no crash (the tables go to /dev/null).  Not under an
+	 * emulator: qemu-user spent its time delivering a signal every
+	 * 200 us and the helper made no progress in 12 minutes on i386. */
+	if (jp_test_emulated()) {
+		printf("(signal storm not run under an emulator) ");
+		return;
+	}
 	run_helper("stats-signal-storm", "JPSYNC_STATS_SIGNAL=ALRM", "JPSYNC_STATS=/dev/null", &res);
 	CU_ASSERT(res.exited && res.status == 0);
 	CU_ASSERT_STRING_EQUAL(res.err, "done\n");
