@@ -172,23 +172,33 @@ size_t jp__os_mem_bytes(void)
 	return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
+/* The first cap - 1 bytes of a /proc file, NUL-terminated, by raw
+ * system calls (no stdio, no malloc: the allocator's own paths read
+ * them); their count, or -1. */
+static ssize_t read_proc(const char *path, char *buf, size_t cap)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = syscall(SYS_read, fd, buf, cap - 1);
+	syscall(SYS_close, fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 size_t jp__os_rss(void)
 {
 	/* /proc/self/statm: size resident shared ... in pages. */
 	char buf[128];
-	ssize_t n;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/statm",
-			      O_RDONLY | O_CLOEXEC);
 	size_t pages = 0;
 	const char *s;
 
-	if (fd < 0)
+	if (read_proc("/proc/self/statm", buf, sizeof buf) <= 0)
 		return 0;
-	n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-	syscall(SYS_close, fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	s = strchr(buf, ' ');
 	if (s == NULL)
 		return 0;
@@ -362,27 +372,21 @@ int jp__os_usage(struct jp_os_usage *u)
  * argv[0]'s last component (glibc and musl keep it in
  * program_invocation_short_name, set before any constructor): under
  * valgrind /proc/self/comm names the tool, not the program.  An empty
- * argv[0] (execve allows it) falls back to comm, read with raw syscalls as
- * jp__os_rss reads statm.
+ * argv[0] (execve allows it) falls back to comm (read_proc).
  */
 char *jp__os_program_name(char *buf, size_t cap)
 {
 	const char *name = program_invocation_short_name;
 	char comm[32];
 	size_t len = 0;
-	ssize_t n = 0;
-	int fd;
+	ssize_t n;
 
 	buf[0] = '\0';
 	if (name != NULL && name[0] != '\0') {
 		jp__str_add_shown(buf, cap, &len, name, strlen(name), 64);
 		return buf;
 	}
-	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = syscall(SYS_read, fd, comm, sizeof comm);
-		syscall(SYS_close, fd);
-	}
+	n = read_proc("/proc/self/comm", comm, sizeof comm);
 	while (n > 0 && comm[n - 1] == '\n')
 		n--;
 	if (n > 0)
