@@ -236,6 +236,16 @@ static bool m_accept(struct jp_options *m, const struct jp_option_desc *d,
 	fz_fail("row %s: unknown kind %d", d->name, (int)d->kind);
 }
 
+/* Whether --stats=VALUE names a file (jpsync-run(1)): not empty, not a
+ * boolean (that switches the table) and not a number (refused). */
+static bool m_stats_file(const char *value)
+{
+	const char *q = value + (value[0] == '-' || value[0] == '+');
+
+	return value[0] != '\0' && m_bool(value) < 0 &&
+	       (*q == '\0' || strspn(q, "0123456789") != strlen(q));
+}
+
 /* The test suite's and the benchmarks' variables: no warning (options.c). */
 static bool m_foreign(const char *name, size_t len)
 {
@@ -503,7 +513,7 @@ static void check_run(char **args, size_t nargs)
 		}
 		joined = malloc(strlen(cwd) + strlen(value) + 2);
 		FZ_CHECK(joined != NULL, "out of memory");
-		if (d->kind == JP_OPT_STATS && eq != NULL && value[0] != '\0' &&
+		if (d->kind == JP_OPT_STATS && eq != NULL && m_stats_file(value) &&
 		    value[0] != '/')	/* a relative FILE: from the current directory */
 			sprintf(joined, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", value);
 		else
