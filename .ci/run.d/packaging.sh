@@ -245,8 +245,12 @@ rpm_has jpsync-devel "^$libdir/libjpsync\.so$"
 rpm_has jpsync-devel "^$libdir/pkgconfig/jpsync\.pc$"
 rpm_has jpsync-devel "^$libdir/cmake/jpsync/jpsyncConfig\.cmake$"
 rpm_has jpsync-devel "^$libdir/cmake/jpsync/jpsyncConfigVersion\.cmake$"
+# %{_docdir} is defined only inside rpmbuild; the folder is the
+# subpackage's name, with the version where rpm's _docdir_fmt says so
+# (Debian's rpm: jpsync-devel-1.1.0; Fedora's: jpsync-devel).
+docdir=$(rpm --eval '%{_defaultdocdir}')
 for e in examples/*.c examples/*.cc; do
-  rpm_has jpsync-devel "^$(rpm --eval '%{_docdir}')/jpsync-devel/$e$"
+  rpm_has jpsync-devel "^$docdir/jpsync-devel(-$version)?/$e$"
 done
 rpm_has jpsync-devel "^$includedir/jpsync\.h$"
 rpm_has jpsync-devel "^$includedir/jpsync\.hpp$"
