@@ -47,8 +47,9 @@ const struct jp_option_desc jp__option_table[] = {
 	    "such as USR2, or a number), where --stats prints them (standard "
 	    "error by default); off by default; a handler PROGRAM installs for "
 	    "SIG replaces it"),
+	/* default 0: JP_STATS_TEXT (a number: tests/check-man.sh reads it) */
 	OPT("STATS_FORMAT", "stats-format", "FORMAT", JP_OPT_FORMAT, false, stats_format,
-	    JP_STATS_TEXT, 0, 0,
+	    0, 0, 0,
 	    "the statistics as a table (text, the default) or as one JSON "
 	    "object a line (json), whose fields jpsync(7) lists"),
 	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
