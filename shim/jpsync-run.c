@@ -447,7 +447,7 @@ static void print_env(const char *preload)
 static volatile sig_atomic_t child_pid;
 
 /* The signals passed on to PROGRAM; the statistics signal is added. */
-static int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0 };
+static int forwarded[8] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0 };
 
 /*
  * A signal sent to jpsync-run (kill PID) goes on to PROGRAM.  One the

@@ -139,11 +139,20 @@ $t "$run" --stats="$tmp/st.txt" "$prog" 1000 kill 15 > /dev/null; rc=$?
 [ $rc -eq $want ] && [ $rc -ne 0 ] || bad "a SIGTERM death came back from --stats=FILE as $rc, not $want"
 tail -n 1 "$tmp/st.txt" | grep -q '^jpsync summary: total of 0 processes' ||
   bad "no summary after a SIGTERM death: $(tail -n 1 "$tmp/st.txt")"
-"$run" --stats="$tmp/sig.txt" "$prog" 1000 pause > "$tmp/out" & rp=$!
+# The statistics signal sent to jpsync-run reaches PROGRAM once: one table
+# (the summary counts the process by it), then SIGTERM ends both.
+"$run" --stats="$tmp/sig.txt" --stats-signal=USR1 "$prog" 1000 pause > "$tmp/out" & rp=$!
 i=0; while ! grep -q '^pid=' "$tmp/out" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+kill -USR1 $rp
+i=0; while ! grep -q '^jpsync allocator statistics' "$tmp/sig.txt" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.2
 kill -TERM $rp; wait $rp; rc=$?
 [ $rc -eq $want ] || bad "SIGTERM sent to jpsync-run: status $rc, not $want"
-grep -q '^jpsync summary: total of 0 processes' "$tmp/sig.txt" ||
-  bad "SIGTERM sent to jpsync-run: no summary"
+n=$(grep -c '^jpsync allocator statistics' "$tmp/sig.txt")
+[ "$n" -eq 1 ] || bad "SIGUSR1 sent to jpsync-run --stats-signal=USR1: $n tables, not 1"
+pid=$(sed -n 's/^pid=//p' "$tmp/out")
+grep -q "^jpsync summary: pid $pid: " "$tmp/sig.txt" &&
+  grep -q '^jpsync summary: total of 1 process: ' "$tmp/sig.txt" ||
+  { bad "SIGTERM sent to jpsync-run: no summary of $pid:"; cat "$tmp/sig.txt"; }
 echo "ok: JSON statistics, a hostile name, the summary of three programs, statuses"
 exit $status
