@@ -39,7 +39,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PKGLIBDIR
@@ -428,6 +433,361 @@ static void print_env(const char *preload)
 		die(1, "write error: %s", strerror(errno));
 }
 
+/* ---- --stats=FILE: run PROGRAM as a child, then sum up its processes ---- */
+
+/*
+ * With --stats=FILE (one file, no %p) jpsync-run does not exec PROGRAM: it
+ * forks, runs PROGRAM in the child, waits, and appends to FILE one summary
+ * of the tables PROGRAM's processes wrote there (one line per process and
+ * a total, or one JSON object of "type": "summary").  Meanwhile it passes
+ * on the signals a supervisor sends it (below), and at the end it exits
+ * with PROGRAM's status, or kills itself with PROGRAM's signal, so that a
+ * shell sees what it would have seen without jpsync-run.
+ */
+static volatile sig_atomic_t child_pid;
+
+/* The signals passed on to PROGRAM; the statistics signal is added. */
+static int forwarded[8] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0 };
+
+/*
+ * A signal sent to jpsync-run (kill PID) goes on to PROGRAM.  One the
+ * terminal sends (^C, ^\, a hangup: si_code SI_KERNEL) went to the whole
+ * foreground process group, PROGRAM included, and is not sent again: it
+ * would arrive twice (and print two tables for --stats-signal).
+ */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	if (child_pid > 0 && (si == NULL || si->si_code != SI_KERNEL))
+		kill((pid_t)child_pid, sig);
+	errno = saved;
+}
+
+struct proc_sum {
+	long pid;
+	char *program;		/* as the table shows it */
+	bool program_json;	/* escaped for JSON already */
+	unsigned long long allocs, peak_in_use, peak_rss, elapsed_ns;
+};
+
+static unsigned long long num_after(const char *s, const char *key, const char *end)
+{
+	const char *p = strstr(s, key);
+
+	if (p == NULL || (end != NULL && p >= end))
+		return 0;
+	p += strlen(key);
+	while (*p == ' ')
+		p++;
+	return strtoull(p, NULL, 10);
+}
+
+/* The table of pid in sums[] (a new entry if none): a process that printed
+ * several (--stats-signal) is summed up by its last. */
+static struct proc_sum *sum_of(struct proc_sum **sums, size_t *n, size_t *cap, long pid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*sums)[i].pid == pid) {
+			free((*sums)[i].program);
+			(*sums)[i].program = NULL;
+			return &(*sums)[i];
+		}
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*sums = realloc(*sums, *cap * sizeof **sums);
+		if (*sums == NULL)
+			die(EXIT_INTERNAL, "out of memory");
+	}
+	memset(&(*sums)[*n], 0, sizeof **sums);
+	(*sums)[*n].pid = pid;
+	return &(*sums)[(*n)++];
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+	char *d = strndup(s, n);
+
+	if (d == NULL)
+		die(EXIT_INTERNAL, "out of memory");
+	return d;
+}
+
+/* Read the tables in text (the lines of jp_alloc_stats(3)'s table) and in
+ * JSON (objects of "type": "stats") from text, in place. */
+static size_t read_tables(char *text, struct proc_sum **sums)
+{
+	static const char head[] = "jpsync allocator statistics (pid ";
+	static const char json[] = "{\"schema\":1,\"type\":\"stats\",";
+	struct proc_sum *cur = NULL;
+	size_t n = 0, cap = 0;
+
+	*sums = NULL;
+	for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		if (strncmp(line, head, sizeof head - 1) == 0) {
+			cur = NULL;
+			if (strstr(line, "): not now") == NULL)
+				cur = sum_of(sums, &n, &cap, strtol(line + sizeof head - 1, NULL, 10));
+		} else if (strncmp(line, json, sizeof json - 1) == 0) {
+			const char *end = strstr(line, ",\"classes\":");
+			const char *name = strstr(line, "\"program\":\"");
+			const char *q;
+			struct proc_sum *p;
+
+			cur = NULL;
+			if (end == NULL || name == NULL)
+				continue;
+			p = sum_of(sums, &n, &cap, (long)num_after(line, "\"pid\":", end));
+			name += strlen("\"program\":\"");
+			for (q = name; *q != '\0' && *q != '"'; q++)
+				if (*q == '\\' && q[1] != '\0')
+					q++;
+			p->program = xstrndup(name, (size_t)(q - name));
+			p->program_json = true;
+			p->elapsed_ns = num_after(line, "\"elapsed_ns\":", end);
+			p->peak_rss = num_after(line, "\"peak_rss\":", end);
+			p->peak_in_use = num_after(line, "\"peak_in_use\":", end);
+			p->allocs = num_after(line, "\"allocations\":", end);
+		} else if (cur != NULL && strncmp(line, "  ", 2) == 0) {
+			if (strncmp(line, "  program         ", 18) == 0) {
+				const char *comma = NULL;
+
+				for (const char *c = line + 18; (c = strstr(c, ", pid ")) != NULL; c++)
+					comma = c;
+				if (comma != NULL)
+					cur->program = xstrndup(line + 18, (size_t)(comma - line - 18));
+			} else if (strncmp(line, "  elapsed ", 10) == 0) {
+				char *dot;
+				unsigned long long sec = strtoull(line + 10, &dot, 10);
+
+				cur->elapsed_ns = sec * 1000000000ULL +
+					(*dot == '.' ? strtoull(dot + 1, NULL, 10) * 1000000ULL : 0);
+			} else if (strncmp(line, "  peak RSS ", 11) == 0)
+				cur->peak_rss = num_after(line, "  peak RSS", NULL);
+			else if (strncmp(line, "  in use, peak ", 15) == 0)
+				cur->peak_in_use = num_after(line, "  in use, peak", NULL);
+			else if (strncmp(line, "  allocations ", 14) == 0)
+				cur->allocs = num_after(line, "  allocations", NULL);
+		} else
+			cur = NULL;
+	}
+	return n;
+}
+
+/* A program name in a JSON string: as it is when it came from JSON, else
+ * escaped (it came from a text table). */
+static void put_name_json(FILE *f, const struct proc_sum *p)
+{
+	const char *name = p->program != NULL ? p->program : "?";
+	size_t cap = 6 * strlen(name) + 8, len = 0;
+	char *esc;
+
+	if (p->program_json) {
+		fputs(name, f);
+		return;
+	}
+	esc = malloc(cap);
+	if (esc == NULL)
+		die(EXIT_INTERNAL, "out of memory");
+	esc[0] = '\0';
+	jp__str_add_json(esc, cap, &len, name, strlen(name), strlen(name));
+	fputs(esc, f);
+	free(esc);
+}
+
+/* Append the summary of the tables in path, in one write. */
+static void append_summary(const char *path, bool json, unsigned long long wall_ns)
+{
+	struct proc_sum *sums, total = { 0 };
+	char *text = NULL, *out = NULL;
+	size_t n, textlen = 0, outlen = 0;
+	FILE *in = fopen(path, "re"), *f;
+	int fd;
+
+	if (in == NULL) {
+		fprintf(stderr, "%s: warning: cannot read the statistics in %s: %s; "
+			"no summary\n", me, path, strerror(errno));
+		return;
+	}
+	f = open_memstream(&text, &textlen);
+	if (f == NULL)
+		die(EXIT_INTERNAL, "out of memory");
+	for (int c; (c = getc(in)) != EOF;)
+		putc(c, f);
+	fclose(in);
+	fclose(f);
+	n = read_tables(text, &sums);
+
+	f = open_memstream(&out, &outlen);
+	if (f == NULL)
+		die(EXIT_INTERNAL, "out of memory");
+	if (json)
+		fprintf(f, "{\"schema\":1,\"type\":\"summary\",\"processes\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct proc_sum *p = &sums[i];
+
+		total.allocs += p->allocs;
+		total.peak_in_use += p->peak_in_use;
+		total.peak_rss += p->peak_rss;
+		if (json) {
+			fprintf(f, "%s{\"pid\":%ld,\"program\":\"", i ? "," : "", p->pid);
+			put_name_json(f, p);
+			fprintf(f, "\",\"allocations\":%llu,\"peak_in_use\":%llu,"
+				"\"peak_rss\":%llu,\"elapsed_ns\":%llu}", p->allocs,
+				p->peak_in_use, p->peak_rss, p->elapsed_ns);
+		} else
+			fprintf(f, "jpsync summary: pid %ld: %llu allocations, peak in use "
+				"%llu bytes, peak RSS %llu bytes, elapsed %llu.%03llu s, "
+				"program %s\n", p->pid, p->allocs, p->peak_in_use,
+				p->peak_rss, p->elapsed_ns / 1000000000ULL,
+				p->elapsed_ns / 1000000ULL % 1000ULL,
+				p->program != NULL ? p->program : "?");
+	}
+	if (json)
+		fprintf(f, "],\"total\":{\"processes\":%zu,\"allocations\":%llu,"
+			"\"peak_in_use\":%llu,\"peak_rss\":%llu,\"elapsed_ns\":%llu}}\n",
+			n, total.allocs, total.peak_in_use, total.peak_rss, wall_ns);
+	else
+		fprintf(f, "jpsync summary: total of %zu process%s: %llu allocations, "
+			"peak in use %llu bytes, peak RSS %llu bytes (sums), "
+			"elapsed %llu.%03llu s\n", n, n == 1 ? "" : "es", total.allocs,
+			total.peak_in_use, total.peak_rss, wall_ns / 1000000000ULL,
+			wall_ns / 1000000ULL % 1000ULL);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		free(sums[i].program);
+	free(sums);
+	free(text);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0 || jp__os_write(fd, out, outlen) != 0)
+		fprintf(stderr, "%s: warning: cannot append the summary to %s: %s\n",
+			me, path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(out);
+}
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+/*
+ * Run argv in a child, pass signals on, append the summary to path, and
+ * end as the child ended.  Returns only an exit status for main.
+ */
+static int run_child(char **argv, const char *path, bool json, int stats_sig)
+{
+	unsigned long long t0 = now_ns();
+	sigset_t all, old;
+	int pipefd[2], err = 0, status = 0;
+	ssize_t got;
+	pid_t pid;
+
+	if (stats_sig != 0) {
+		size_t k = 0;
+
+		while (forwarded[k] != 0 && forwarded[k] != stats_sig)
+			k++;
+		if (forwarded[k] == 0 && k + 1 < sizeof forwarded / sizeof *forwarded)
+			forwarded[k] = stats_sig;
+	}
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
+	/* No signal between the fork and the handlers: the child starts with
+	 * the dispositions jpsync-run was given. */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
+	if (pid < 0)
+		die(EXIT_INTERNAL, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(pipefd[0]);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		execvp(argv[0], argv);
+		err = errno;
+		if (write(pipefd[1], &err, sizeof err) < 0)
+			err = errno;
+		_exit(err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+	}
+	close(pipefd[1]);
+	child_pid = pid;
+	for (size_t k = 0; forwarded[k] != 0; k++) {
+		struct sigaction sa, was;
+
+		/* a signal jpsync-run was told to ignore stays ignored */
+		if (sigaction(forwarded[k], NULL, &was) == 0 && was.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = forward;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		sigaction(forwarded[k], &sa, NULL);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	while ((got = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
+		;
+	close(pipefd[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die(EXIT_INTERNAL, "waitpid: %s", strerror(errno));
+	child_pid = 0;
+	if (got == (ssize_t)sizeof err) {
+		fprintf(stderr, "%s: '%s': %s\n", me, argv[0], strerror(err));
+		return err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+	}
+	append_summary(path, json, now_ns() - t0);
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		struct rlimit none = { 0, 0 };
+		sigset_t one;
+
+		/* The same death: no handler, no second core file. */
+		signal(sig, SIG_DFL);
+		setrlimit(RLIMIT_CORE, &none);
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
+		kill(getpid(), sig);
+		return 128 + sig;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_INTERNAL;
+}
+
+/* The file the summary goes to: --stats=FILE without %p; else NULL. */
+static const char *summary_file(void)
+{
+	for (size_t i = 0; i < jp__option_count; i++) {
+		const char *v = var_value[i];
+
+		if (jp__option_table[i].kind != JP_OPT_STATS || v == NULL || v[0] != '/')
+			continue;
+		for (const char *p = v; *p != '\0'; p++)
+			if (p[0] == '%' && (p[1] == 'p' || p[1] == '%'))
+				return NULL;
+		return v;
+	}
+	return NULL;
+}
+
+/* Whether the tables are JSON: --stats-format, else the variable. */
+static bool summary_json(void)
+{
+	const char *v = getenv("JPSYNC_STATS_FORMAT");
+
+	for (size_t i = 0; i < jp__option_count; i++)
+		if (jp__option_table[i].kind == JP_OPT_FORMAT && var_value[i] != NULL)
+			v = var_value[i];
+	return v != NULL && strcasecmp(v, "json") == 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool print_only = false;
@@ -517,6 +877,16 @@ int main(int argc, char **argv)
 			die(EXIT_INTERNAL, "cannot set %s: %s", name, strerror(errno));
 	}
 
+	const char *sum_path = summary_file();
+	if (sum_path != NULL) {
+		struct jp_options o;
+		int rc;
+
+		jp__options_parse(&o, environ, -1);
+		rc = run_child(&argv[optind], sum_path, summary_json(), o.stats_signal);
+		release(module, preload);
+		return rc;
+	}
 	execvp(argv[optind], &argv[optind]);
 	int err = errno;
 	fprintf(stderr, "%s: '%s': %s\n", me, argv[optind], strerror(err));

@@ -74,7 +74,8 @@ if ! perl -e '
     $def = eval $def;
     $want{"JPSYNC_$n"} = ($kind eq "JP_OPT_BOOL" || $kind eq "JP_OPT_STATS" ||
 			  $kind eq "JP_OPT_SIGNAL")
-      ? ($def ? "on" : "off") : $def;
+      ? ($def ? "on" : "off") :
+      $kind eq "JP_OPT_FORMAT" ? ("text", "json")[$def] : $def;
   }
   die "no OPT() entries in jp__option_table\n" unless %want;
   my $rows = () = $table =~ /\bOPT\(/g;

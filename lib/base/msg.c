@@ -117,6 +117,85 @@ void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
 		jp__str_add(buf, cap, len, "...");
 }
 
+/* The length of the valid UTF-8 sequence at s (n bytes left), or 0: no
+ * overlong form, no surrogate (U+D800 to U+DFFF), nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t k;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		k = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		k = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		k = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (k > n)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((k == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (k == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return k;
+}
+
+void jp__str_add_json(char *buf, size_t cap, size_t *len, const char *s,
+		      size_t n, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	bool cut = n > max;
+
+	if (cut)
+		n = max;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = u[i];
+		char one[8] = { (char)c, '\0' };
+		size_t k = 1;
+
+		if (c == '"' || c == '\\') {
+			one[0] = '\\';
+			one[1] = (char)c;
+			one[2] = '\0';
+		} else if (c < 0x20 || c == 0x7f) {
+			const char *short_form = c == '\n' ? "\\n" : c == '\t' ? "\\t" :
+				c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+
+			if (short_form != NULL)
+				memcpy(one, short_form, 3);
+			else {
+				memcpy(one, "\\u00", 4);
+				one[4] = hex[c >> 4];
+				one[5] = hex[c & 15];
+				one[6] = '\0';
+			}
+		} else if (c >= 0x80) {
+			k = utf8_len(u + i, n - i);
+			if (k == 0) {
+				k = 1;
+				memcpy(one, "\\ufffd", 7);
+			} else {
+				memcpy(one, u + i, k);
+				one[k] = '\0';
+			}
+		}
+		if (strlen(one) > cap - 1 - *len)
+			return;		/* not half an escape or character */
+		jp__str_add(buf, cap, len, one);
+		i += k;
+	}
+	if (cut)
+		jp__str_add(buf, cap, len, "...");
+}
+
 /* ---- misuse ------------------------------------------------------------- */
 
 void jp__die(const char *what)

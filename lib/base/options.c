@@ -47,6 +47,11 @@ const struct jp_option_desc jp__option_table[] = {
 	    "such as USR2, or a number), where --stats prints them (standard "
 	    "error by default); off by default; a handler PROGRAM installs for "
 	    "SIG replaces it"),
+	/* default 0: JP_STATS_TEXT (a number: tests/check-man.sh reads it) */
+	OPT("STATS_FORMAT", "stats-format", "FORMAT", JP_OPT_FORMAT, false, stats_format,
+	    0, 0, 0,
+	    "the statistics as a table (text, the default) or as one JSON "
+	    "object a line (json), whose fields jpsync(7) lists"),
 	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
 	    "print the library's version and path, then the options in force, "
 	    "at start"),
@@ -231,6 +236,9 @@ static void set_defaults(struct jp_options *o)
 		case JP_OPT_SIGNAL:
 			*(int *)field = 0;
 			break;
+		case JP_OPT_FORMAT:
+			*(int *)field = (int)d->def;
+			break;
 		}
 	}
 }
@@ -265,6 +273,9 @@ char *jp__option_range(const struct jp_option_desc *d, char *buf, size_t cap)
 	case JP_OPT_BOOL:
 	case JP_OPT_STATS:
 	case JP_OPT_SIGNAL:
+		break;
+	case JP_OPT_FORMAT:
+		jp__str_add(buf, cap, &len, "text or json; default text");
 		break;
 	case JP_OPT_SIZE_OFF:
 		jp__str_add(buf, cap, &len, "a size or off; default ");
@@ -375,6 +386,14 @@ const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *
 			return "not a signal that can be caught (a name such as USR2 "
 			       "or HUP, a number, or off)";
 		return NULL;
+	case JP_OPT_FORMAT:
+		if (strcasecmp(value, "text") == 0)
+			*(int *)field = JP_STATS_TEXT;
+		else if (strcasecmp(value, "json") == 0)
+			*(int *)field = JP_STATS_JSON;
+		else
+			return "not a statistics format (text or json)";
+		return NULL;
 	}
 	return "unhandled option kind";
 }
@@ -461,6 +480,10 @@ void jp__options_print(const struct jp_options *o, int fd)
 		case JP_OPT_SIGNAL:
 			jp__str_add(line, sizeof line, &len,
 				 jp__fmt_u64(num, (uint64_t)*(const int *)field));
+			break;
+		case JP_OPT_FORMAT:
+			jp__str_add(line, sizeof line, &len,
+				 *(const int *)field == JP_STATS_JSON ? "json" : "text");
 			break;
 		}
 		jp__str_add(line, sizeof line, &len, "\n");

@@ -32,6 +32,8 @@
 #define JP_STATS_PATH_MAX PATH_MAX
 
 enum jp_stats_dest { JP_STATS_NONE = 0, JP_STATS_STDERR, JP_STATS_FILE };
+/* JPSYNC_STATS_FORMAT: the table as text, or as one JSON object a line. */
+enum jp_stats_format { JP_STATS_TEXT = 0, JP_STATS_JSON };
 
 struct jp_options {
 	uint64_t cache_n;	/* JPSYNC_CACHE_N: most blocks a bin may hold */
@@ -43,6 +45,7 @@ struct jp_options {
 	bool lockdep;		/* JPSYNC_LOCKDEP */
 	enum jp_stats_dest stats;	/* JPSYNC_STATS */
 	int stats_signal;	/* JPSYNC_STATS_SIGNAL: a signal number, 0 = off */
+	int stats_format;	/* JPSYNC_STATS_FORMAT: enum jp_stats_format */
 	char stats_path[JP_STATS_PATH_MAX];
 };
 
@@ -55,6 +58,7 @@ enum jp_opt_kind {
 			 * ("./2" for one named 2); jpsync-run: [=FILE] */
 	JP_OPT_SIGNAL,	/* a signal that can be caught: a name (USR2, SIGUSR2,
 			 * any case) or a number; 0 or off: none */
+	JP_OPT_FORMAT,	/* the statistics' format: text or json, any case */
 };
 
 /* One row of the table: one JPSYNC_ variable and one jpsync-run option. */

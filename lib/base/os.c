@@ -374,25 +374,30 @@ int jp__os_usage(struct jp_os_usage *u)
  * valgrind /proc/self/comm names the tool, not the program.  An empty
  * argv[0] (execve allows it) falls back to comm (read_proc).
  */
-char *jp__os_program_name(char *buf, size_t cap)
+const char *jp__os_program_bytes(char *buf, size_t cap)
 {
 	const char *name = program_invocation_short_name;
-	char comm[32];
-	size_t len = 0;
 	ssize_t n;
 
-	buf[0] = '\0';
-	if (name != NULL && name[0] != '\0') {
-		jp__str_add_shown(buf, cap, &len, name, strlen(name), 64);
-		return buf;
-	}
-	n = read_proc("/proc/self/comm", comm, sizeof comm);
-	while (n > 0 && comm[n - 1] == '\n')
+	if (name != NULL && name[0] != '\0')
+		return name;
+	n = read_proc("/proc/self/comm", buf, cap);
+	while (n > 0 && buf[n - 1] == '\n')
 		n--;
-	if (n > 0)
-		jp__str_add_shown(buf, cap, &len, comm, (size_t)n, 64);
-	else
-		jp__str_add(buf, cap, &len, "?");
+	if (n <= 0)
+		return "?";
+	buf[n] = '\0';
+	return buf;
+}
+
+char *jp__os_program_name(char *buf, size_t cap)
+{
+	char comm[32];
+	const char *name = jp__os_program_bytes(comm, sizeof comm);
+	size_t len = 0;
+
+	buf[0] = '\0';
+	jp__str_add_shown(buf, cap, &len, name, strlen(name), 64);
 	return buf;
 }
 

@@ -121,6 +121,15 @@ void jp__str_add(char *buf, size_t cap, size_t *len, const char *s);
  * one line and cannot drive a terminal; past max bytes of s, "..." ends it. */
 void jp__str_add_shown(char *buf, size_t cap, size_t *len, const char *s,
 		       size_t n, size_t max);
+/* The same for the n bytes at s as the inside of a JSON string (RFC 8259):
+ * '"' and '\\' escaped with a backslash, a byte below 0x20 as \n, \t, ...
+ * or \u00XX, DEL as \u007f; valid UTF-8 as it is; each byte of an invalid
+ * UTF-8 sequence (a stray continuation byte, an overlong form, a surrogate,
+ * above U+10FFFF, cut short) as \ufffd, the replacement character.  Past
+ * max bytes of s, "..." ends it.  An escape is never cut in two: what does
+ * not fit whole is left out. */
+void jp__str_add_json(char *buf, size_t cap, size_t *len, const char *s,
+		      size_t n, size_t max);
 /* The file the loaded object holding addr came from, as the dynamic loader
  * names it (the path it opened), or NULL (the main program, or unknown). */
 const char *jp__os_object_path(const void *addr);
@@ -147,6 +156,10 @@ int jp__os_usage(struct jp_os_usage *u);
  * kernel's /proc/self/comm), into buf of cap bytes, shown as
  * jp__str_add_shown shows bytes; returns buf. */
 char *jp__os_program_name(char *buf, size_t cap);
+/* The same name as it is, bytes unshown (NUL-terminated; the kernel's name
+ * is read into buf of cap bytes, at least 32): for a formatter that escapes
+ * it its own way (jp__str_add_json). */
+const char *jp__os_program_bytes(char *buf, size_t cap);
 /* The kernel thread id of the caller. */
 int jp__os_gettid(void);
 

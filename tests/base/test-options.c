@@ -35,6 +35,31 @@ static void test_parse_bool(void)
 	}
 }
 
+/* JPSYNC_STATS_FORMAT: text (the default) or json, any case; anything
+ * else one warning, the default kept. */
+static void test_stats_format(void)
+{
+	struct jp_options o;
+	char *json[] = { "JPSYNC_STATS_FORMAT=json", NULL };
+	char *upper[] = { "JPSYNC_STATS_FORMAT=JSON", NULL };
+	char *text[] = { "JPSYNC_STATS_FORMAT=json", "JPSYNC_STATS_FORMAT=Text", NULL };
+	char *bad[] = { "JPSYNC_STATS_FORMAT=json", "JPSYNC_STATS_FORMAT=xml", NULL };
+	char *empty[] = { "JPSYNC_STATS_FORMAT=", NULL };
+
+	CU_ASSERT_EQUAL(jp__options_parse(&o, NULL, -1), 0);
+	CU_ASSERT_EQUAL(o.stats_format, JP_STATS_TEXT);
+	CU_ASSERT_EQUAL(jp__options_parse(&o, json, -1), 0);
+	CU_ASSERT_EQUAL(o.stats_format, JP_STATS_JSON);
+	CU_ASSERT_EQUAL(jp__options_parse(&o, upper, -1), 0);
+	CU_ASSERT_EQUAL(o.stats_format, JP_STATS_JSON);
+	CU_ASSERT_EQUAL(jp__options_parse(&o, text, -1), 0);
+	CU_ASSERT_EQUAL(o.stats_format, JP_STATS_TEXT);
+	CU_ASSERT_EQUAL(jp__options_parse(&o, bad, -1), 1);
+	CU_ASSERT_EQUAL(o.stats_format, JP_STATS_JSON);	/* the earlier value kept */
+	CU_ASSERT_EQUAL(jp__options_parse(&o, empty, -1), 1);
+	CU_ASSERT_EQUAL(o.stats_format, JP_STATS_TEXT);
+}
+
 /* JPSYNC_STATS_SIGNAL's values: names with or without SIG, any case,
  * numbers of signals that can be caught, off; not KILL, STOP or a fault. */
 static void test_parse_signal(void)
@@ -463,7 +488,8 @@ static void test_table_drives_jpsync_run(void)
 		}
 		jp__option_range(d, range, sizeof range);
 		CU_ASSERT((range[0] != '\0') ==
-			  (d->kind == JP_OPT_SIZE || d->kind == JP_OPT_SIZE_OFF));
+			  (d->kind == JP_OPT_SIZE || d->kind == JP_OPT_SIZE_OFF ||
+			   d->kind == JP_OPT_FORMAT));
 		for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
 			struct jp_options a, b;
 			char entry[128], why[160];
@@ -496,6 +522,7 @@ static CU_TestInfo options_tests[] = {
 	{ "the table: one row per variable and jpsync-run option", test_table_drives_jpsync_run },
 	{ "booleans: 1/yes/on/true and 0/no/off/false only", test_parse_bool },
 	{ "signals: names, numbers and off; not KILL, STOP or a fault", test_parse_signal },
+	{ "JPSYNC_STATS_FORMAT: text or json, any case", test_stats_format },
 	{ "sizes: K/M/G suffixes, overflow and garbage refused", test_parse_size },
 	{ "defaults with no JPSYNC_ variables", test_defaults },
 	{ "every variable of the design is parsed", test_every_variable },

@@ -232,6 +232,15 @@ static bool m_accept(struct jp_options *m, const struct jp_option_desc *d,
 			return false;
 		*(int *)field = b;
 		return true;
+	case JP_OPT_FORMAT:
+		/* jpsync(7): text or json, in any case */
+		if (strcasecmp(value, "text") == 0)
+			*(int *)field = 0;
+		else if (strcasecmp(value, "json") == 0)
+			*(int *)field = 1;
+		else
+			return false;
+		return true;
 	}
 	fz_fail("row %s: unknown kind %d", d->name, (int)d->kind);
 }
@@ -298,6 +307,7 @@ static void same_options(const struct jp_options *a, const struct jp_options *b,
 				 b->stats_path, (int)b->stats, a->stats_path, (int)a->stats);
 			break;
 		case JP_OPT_SIGNAL:
+		case JP_OPT_FORMAT:
 			FZ_CHECK(*(const int *)fa == *(const int *)fb,
 				 "%s: JPSYNC_%s is %d, not %d", what, d->name,
 				 *(const int *)fb, *(const int *)fa);
