@@ -451,7 +451,8 @@ void jp__options_print(const struct jp_options *o, int fd)
 	for (size_t i = 0; i < JP_ARRAY_SIZE(opt_table); i++) {
 		const struct jp_option_desc *d = &opt_table[i];
 		const char *field = (const char *)o + d->offset;
-		char line[400], num[24];
+		/* the longest value is a stats path */
+		char line[JP_STATS_PATH_MAX + 64], num[24];
 		size_t len = 0;
 
 		jp__str_add(line, sizeof line, &len, "jpsync: ");
