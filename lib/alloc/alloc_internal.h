@@ -191,8 +191,14 @@ void jp__prof_bin_arm(struct jp_bin *b, uint32_t cls);
 /* The block p of bin b of heap h (this thread's) is sampled: record it,
  * re-arm; returns p. */
 JP_COLD void *jp__prof_bin_due(struct jp_heap *h, struct jp_bin *b, void *p);
-/* A huge block of usable bytes was allocated (sampling on). */
-void jp__prof_huge(void *p, uint64_t usable);
+/* A huge block of usable bytes was allocated (sampling on): true when
+ * it is sampled (its header's sampled flag, for its free). */
+bool jp__prof_huge(void *p, uint64_t usable);
+/* The bit of block address a in its span's sampled_mask. */
+static inline uint64_t jp__prof_bit(uintptr_t a)
+{
+	return (uint64_t)1 << ((uint64_t)(a >> 4) * 0x9e3779b97f4a7c15ULL >> 58);
+}
 /* p (of span s, NULL for a huge block) is being freed: drop its sample. */
 void jp__prof_free(void *p, struct jp_span *s);
 /* The stats signal: a profile, if sampling is on (async-signal-safe). */

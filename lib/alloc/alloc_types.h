@@ -180,6 +180,10 @@ struct jp_span {
 	uint8_t shard;		/* whose lists it is on */
 	uint32_t nsampled;	/* its blocks in the heap profile (prof.c;
 				 * under its lock) */
+	/* A filter of those blocks' addresses (jp__prof_bit): a free whose
+	 * bit is clear is not sampled.  Set under the profile's lock,
+	 * cleared with the last sample; read relaxed by free_slow. */
+	uint64_t sampled_mask;
 };
 
 /*
@@ -227,6 +231,7 @@ struct jp_huge {
 	size_t usable;
 	size_t req;		/* the requested size (check mode) */
 	uint32_t alloc_site;	/* its allocation's stack id (check mode) */
+	uint8_t sampled;	/* in the heap profile (prof.c) */
 	size_t dirty;		/* bytes from base that may be resident: the
 				 * huge cache sheds no pages when it hands a
 				 * mapping out, so more than the block's */

@@ -34,8 +34,11 @@
  * span holds a sampled block, the limit in its slices' fast-path copy is
  * 0, so every free in that span takes the slow path (free_slow in
  * alloc.c), which asks here (the span's own limit still says what is a
- * block).  The span's count of sampled blocks puts the limit back when
- * the last one is freed.  Huge frees, always slow, ask when sampling is on.
+ * block) when the block's bit is set in the span's 64-bit filter of
+ * sampled addresses: a lock and a look-up for one free in 64 at most of
+ * those that are not sampled.  The span's count of sampled blocks puts the
+ * limit back, and clears the filter, when the last one is freed.  A huge
+ * block's header says whether it is sampled.
  *
  * The profile is gperftools' heap format, version 2 ("heap profile: ...
  * @ heap_v2/R"): one line per stack, "inuse_count: inuse_bytes
@@ -129,14 +132,19 @@ void jp__prof_bin_arm(struct jp_bin *b, uint32_t cls)
 
 /* ---- live samples --------------------------------------------------- */
 
-#define LIVE_BITS	19
+/* 2^17 slots of 16 bytes, at most half of them used: 64Ki live samples,
+ * 32 GiB in use at the default rate.  Written at once when first mapped
+ * (2 MiB), so that a sample does not take two page faults (the zero
+ * page's read, then its copy) on the way. */
+#define LIVE_BITS	17
 #define LIVE_SLOTS	((size_t)1 << LIVE_BITS)
 #define LIVE_MAX	(LIVE_SLOTS / 2)	/* beyond: samples are dropped */
 #define NSTACKS		16385		/* the depot's ids, 0 = no stack */
 
 struct live {
-	uintptr_t addr;		/* 0: empty */
-	uint64_t size;
+	uint64_t addr;		/* 0: empty */
+	uint32_t size16;	/* the size / 16 (sizes are multiples of 16
+				 * up to 64 GiB; a bigger one counts 64 GiB) */
 	uint32_t id;
 };
 
@@ -163,6 +171,9 @@ static bool tables(void)
 		return true;
 	if (jp__os_map(&m, LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals) != 0)
 		return false;
+	for (size_t off = 0; off < LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals;
+	     off += 4096)
+		((volatile char *)m)[off] = 0;
 	live = m;
 	totals = (struct stack_total *)(live + LIVE_SLOTS);
 	return true;
@@ -189,7 +200,7 @@ static uint64_t live_remove(uintptr_t a)
 	for (i = slot_of(a); live[i].addr != a; i = (i + 1) & (LIVE_SLOTS - 1))
 		if (live[i].addr == 0)
 			return 0;
-	size = live[i].size;
+	size = (uint64_t)live[i].size16 * 16;
 	totals[live[i].id].inuse_n--;
 	totals[live[i].id].inuse_b -= size;
 	all.inuse_n--;
@@ -212,8 +223,9 @@ static uint64_t live_remove(uintptr_t a)
 
 static void write_interval(void);
 
-/* Record block p of size bytes (span s for a small block, else NULL). */
-static void record(void *p, uint64_t size, struct jp_span *s)
+/* Record block p of size bytes (span s for a small block, else NULL);
+ * false when the table is full. */
+static bool record(void *p, uint64_t size, struct jp_span *s)
 {
 	uintptr_t pcs[JP_STACK_MAX];
 	unsigned n = jp__stack_capture(pcs, JP_STACK_MAX, 0, true);
@@ -225,11 +237,14 @@ static void record(void *p, uint64_t size, struct jp_span *s)
 	if (!tables() || nlive >= LIVE_MAX) {
 		dropped++;
 		jp__unlock(&jp__prof_lock);
-		return;
+		return false;
 	}
 	for (i = slot_of((uintptr_t)p); live[i].addr != 0; i = (i + 1) & (LIVE_SLOTS - 1))
 		;
-	live[i] = (struct live){ (uintptr_t)p, size, id };
+	if (size > (uint64_t)UINT32_MAX * 16)
+		size = (uint64_t)UINT32_MAX * 16;
+	size = (size + 15) & ~(uint64_t)15;
+	live[i] = (struct live){ (uintptr_t)p, (uint32_t)(size / 16), id };
 	nlive++;
 	totals[id].inuse_n++;
 	totals[id].inuse_b += size;
@@ -240,6 +255,9 @@ static void record(void *p, uint64_t size, struct jp_span *s)
 	all.alloc_n++;
 	all.alloc_b += size;
 	est_inuse += estimate(size);
+	if (s != NULL)
+		__atomic_store_n(&s->sampled_mask, s->sampled_mask | jp__prof_bit((uintptr_t)p),
+				 __ATOMIC_RELAXED);
 	if (s != NULL && __atomic_fetch_add(&s->nsampled, 1, __ATOMIC_RELAXED) == 0) {
 		/* Frees in this span take the slow path (see the top). */
 		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
@@ -254,6 +272,7 @@ static void record(void *p, uint64_t size, struct jp_span *s)
 	jp__unlock(&jp__prof_lock);
 	if (due)
 		write_interval();
+	return true;
 }
 
 void *jp__prof_bin_due(struct jp_heap *h, struct jp_bin *b, void *p)
@@ -267,7 +286,7 @@ void *jp__prof_bin_due(struct jp_heap *h, struct jp_bin *b, void *p)
 	return p;
 }
 
-void jp__prof_huge(void *p, uint64_t usable)
+bool jp__prof_huge(void *p, uint64_t usable)
 {
 	uint64_t left = prof_huge_left;
 
@@ -275,11 +294,11 @@ void jp__prof_huge(void *p, uint64_t usable)
 		left = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
 	if (left > usable) {
 		prof_huge_left = left - usable;
-		return;
+		return false;
 	}
 	/* Crossed: p is sampled; the next interval starts after it. */
 	prof_huge_left = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
-	record(p, usable, NULL);
+	return record(p, usable, NULL);
 }
 
 void jp__prof_free(void *p, struct jp_span *s)
@@ -294,6 +313,7 @@ void jp__prof_free(void *p, struct jp_span *s)
 
 		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
 			__atomic_store_n(&seg->slices[k].limit, s->limit, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->sampled_mask, 0, __ATOMIC_RELAXED);
 	}
 	jp__unlock(&jp__prof_lock);
 }
