@@ -281,6 +281,10 @@ void *jp__prof_bin_due(struct jp_heap *h, struct jp_bin *b, void *p)
 
 	/* The count carried: 2^48 back into nalloc_hi, and the next one. */
 	JP_CNT_ADD(b->nalloc_hi, (uint64_t)1 << 48);
+	/* Without the profile, a count that went 2^48 allocations without a
+	 * refill (which folds it) carries too: folded, that is all. */
+	if (!jp__ag.prof)
+		return p;
 	jp__prof_bin_arm(b, cls);
 	record(p, jp__classes[cls].bsize, jp__span_of((uintptr_t)p));
 	return p;
