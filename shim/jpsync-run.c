@@ -304,6 +304,25 @@ static void set_stats(size_t i, const char *arg)
 	value = NULL;
 }
 
+/* --heap-profile=FILE: checked as it is, then a relative FILE is named
+ * from here, as --stats=FILE (the program may change directory). */
+static void set_file(size_t i, const char *arg)
+{
+	static char *value;	/* static: as in set_stats */
+	char cwd[PATH_MAX];
+
+	set_option(i, arg);
+	if (arg[0] == '/' || arg[0] == '\0')	/* "": none */
+		return;
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		die(EXIT_INTERNAL, "cannot get the current directory: %s", strerror(errno));
+	free(value);
+	value = xconcat(cwd, strcmp(cwd, "/") == 0 ? "" : "/", arg);
+	set_option(i, value);
+	free(value);
+	value = NULL;
+}
+
 static bool is_file(const char *path)
 {
 	return access(path, R_OK) == 0;
@@ -807,6 +826,8 @@ int main(int argc, char **argv)
 
 			if (jp__option_table[i].kind == JP_OPT_STATS)
 				set_stats(i, optarg);
+			else if (jp__option_table[i].kind == JP_OPT_FILE)
+				set_file(i, optarg);
 			else
 				set_option(i, jp__option_table[i].kind == JP_OPT_BOOL ?
 					   "1" : optarg);

@@ -54,7 +54,7 @@ done
 
 # jpsync(7)'s ENVIRONMENT lists exactly the variables of the option table in
 # lib/base/options.c, each with its default ("Default 32." for a size, "Default
-# off." for a boolean, a signal or a switch that is off); so does the README's table
+# off." for a boolean, a signal, a file or a switch that is off); so does the README's table
 # under "## Tuning variables".
 if ! perl -e '
   my ($src, $page) = @ARGV;
@@ -73,7 +73,7 @@ if ! perl -e '
       or die "cannot read the default of JPSYNC_$n in $src: $expr\n";
     $def = eval $def;
     $want{"JPSYNC_$n"} = ($kind eq "JP_OPT_BOOL" || $kind eq "JP_OPT_STATS" ||
-			  $kind eq "JP_OPT_SIGNAL")
+			  $kind eq "JP_OPT_SIGNAL" || $kind eq "JP_OPT_FILE")
       ? ($def ? "on" : "off") :
       $kind eq "JP_OPT_FORMAT" ? ("text", "json")[$def] : $def;
   }

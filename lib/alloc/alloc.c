@@ -92,6 +92,11 @@ static void *huge_alloc(size_t size, size_t align, bool zero)
 	p = tsan_got(jp__huge_alloc(size, align, zero));
 	if (p != NULL && jp__ag.vg)
 		JP_VG_MALLOCLIKE(p, jp__huge_of(p)->usable, 1);
+	if (p != NULL && jp__ag.prof) {
+		struct jp_huge *hg = jp__huge_of(p);
+
+		hg->sampled = jp__prof_huge(p, hg->usable);
+	}
 	return p;
 }
 
@@ -142,7 +147,9 @@ JP_EXPORT void *jp_alloc(size_t size)
 	if (jp_unlikely(!jp__bin_key_clear(p)))
 		return bin_damaged(size);
 	b->head = p[0];
-	JP_CNT_ADD(b->cn, JP_CN_ALLOC);
+	/* The carry: a heap profile sample (prof.c); never with it off. */
+	if (jp_unlikely(jp__cn_add(b, JP_CN_ALLOC)))
+		return jp__prof_bin_due(jp__tls_heap, b, p);
 	return p;
 }
 
@@ -233,6 +240,10 @@ static void free_slow(void *p)
 		if (((uintptr_t *)p)[1] == jp__ag.key &&
 		    jp__block_is_free(jp__tls_heap, p, s))
 			jp__die_ptr("double free", p);
+		/* A span with sampled blocks sends its frees here (prof.c). */
+		if (jp__ag.prof && (__atomic_load_n(&s->sampled_mask, __ATOMIC_RELAXED) &
+				    jp__prof_bit(a)) != 0)
+			jp__prof_free(p, s);
 		jp__free_block(jp__heap_get(), p, s);
 		return;
 	}
@@ -241,6 +252,8 @@ static void free_slow(void *p)
 		jp__die_ptr("invalid free", p);
 	if (jp__ag.vg)
 		JP_VG_FREELIKE(p);
+	if (hg->sampled)
+		jp__prof_free(p, NULL);
 	jp__huge_free(hg);
 }
 
@@ -424,6 +437,11 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		if (size <= old && size > old / 2)
 			return ptr;
 		tsan_put(ptr);
+		/* A moved or resized block is no longer the one sampled. */
+		if (hg->sampled) {
+			jp__prof_free(ptr, NULL);
+			hg->sampled = 0;
+		}
 		q = jp__huge_realloc(hg, size);
 		if (q != NULL)
 			return tsan_got(q);

@@ -25,7 +25,7 @@
 #include <pthread.h>
 
 #define NCLASS_LOCKS	(JP_NSHARDS * JP_NCLASSES)
-#define NLOCKS		(NCLASS_LOCKS + 3)
+#define NLOCKS		(NCLASS_LOCKS + 4)
 
 /* Every lock, in the order they are taken. */
 static struct jp__lock *lock_at(unsigned i)
@@ -37,8 +37,10 @@ static struct jp__lock *lock_at(unsigned i)
 		return &jp__seg_lock;
 	case 1:
 		return &jp__huge_lock;
-	default:
+	case 2:
 		return &jp__heap_lock;
+	default:
+		return &jp__prof_lock;	/* a leaf: last */
 	}
 }
 

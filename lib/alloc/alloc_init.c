@@ -68,6 +68,10 @@ void jp__alloc_init_slow(void)
 		jp__ag.cache_bytes = o->cache_bytes;
 		jp__ag.mag_size = o->mag_size;
 		jp__ag.madvise_min = o->madvise_min;
+		/* Not in check mode: its own paths take every call. */
+		jp__ag.prof = o->heap_profile[0] != '\0' && !jp__ag.check;
+		jp__ag.prof_rate = o->heap_profile_rate;
+		jp__ag.prof_interval = o->heap_profile_interval;
 		jp__sizeclass_init();
 		jp__segment_init();
 		jp__huge_init();

@@ -157,7 +157,58 @@ static inline bool jp__bin_key_clear(void *blk)
 }
 
 /* Pop a block off bin b, or NULL when it is empty; dies on damage. */
-static inline void *jp__bin_pop(struct jp_bin *b)
+/*
+ * Add add to the bin's count word; true when it carried out of bit 63:
+ * the heap profile's countdown ran out and this block is sampled
+ * (prof.c arms the count; the carry never happens with sampling off, as
+ * the count is folded long before).
+ */
+static inline bool jp__cn_add(struct jp_bin *b, uint64_t add)
+{
+#if defined(__x86_64__) && !defined(JP_TSAN) && \
+	(defined(__clang__) ? __clang_major__ >= 11 : __GNUC__ >= 11)
+	/* The add to memory the compiler emits for the plain count, and its
+	 * carry: one instruction more (the builtin below loads, adds, stores
+	 * and branches: three more, callgrind counts). */
+	__asm__ goto("addq %1, %0\n\tjc %l[carried]" : "+m"(b->cn) : "er"(add) : "cc" : carried);
+	return false;
+carried:
+	return true;
+#else
+	uint64_t cn;
+	bool carry = __builtin_add_overflow(JP_CNT_LOAD(b->cn), add, &cn);
+
+	JP_CNT_SET(b->cn, cn);
+	return carry;
+#endif
+}
+
+/* ---- "prof.c" --------------------------------------------------------- */
+
+extern struct jp__lock jp__prof_lock;
+/* Set b's count so that it carries at the next sampled block of cls. */
+void jp__prof_bin_arm(struct jp_bin *b, uint32_t cls);
+/* The block p of bin b of heap h (this thread's) is sampled: record it,
+ * re-arm; returns p. */
+JP_COLD void *jp__prof_bin_due(struct jp_heap *h, struct jp_bin *b, void *p);
+/* A huge block of usable bytes was allocated (sampling on): true when
+ * it is sampled (its header's sampled flag, for its free). */
+bool jp__prof_huge(void *p, uint64_t usable);
+/* The bit of block address a in its span's sampled_mask. */
+static inline uint64_t jp__prof_bit(uintptr_t a)
+{
+	return (uint64_t)1 << ((uint64_t)(a >> 4) * 0x9e3779b97f4a7c15ULL >> 58);
+}
+/* p (of span s, NULL for a huge block) is being freed: drop its sample. */
+void jp__prof_free(void *p, struct jp_span *s);
+/* The stats signal: a profile, if sampling is on (async-signal-safe). */
+void jp__prof_on_signal(void);
+/* The sampler, for the unit test: -ln(u) of u = r / 2^64, and an interval
+ * of mean bytes drawn from the generator state. */
+double jp__prof_exp1(uint64_t r);
+uint64_t jp__prof_interval(uint64_t *state, uint64_t mean);
+
+static inline void *jp__bin_pop(struct jp_heap *h, struct jp_bin *b)
 {
 	void **blk = b->head;
 
@@ -165,7 +216,8 @@ static inline void *jp__bin_pop(struct jp_bin *b)
 		if (jp_unlikely(!jp__bin_key_clear(blk)))
 			jp__free_block_damaged(blk, ((uintptr_t *)blk)[1]);
 		b->head = blk[0];
-		JP_CNT_ADD(b->cn, JP_CN_ALLOC);
+		if (jp_unlikely(jp__cn_add(b, JP_CN_ALLOC)))
+			return jp__prof_bin_due(h, b, blk);
 	}
 	return blk;
 }

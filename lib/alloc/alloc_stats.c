@@ -603,6 +603,7 @@ static void stats_on_signal(int sig)
 
 	(void)sig;
 	stats_to_dest(true);
+	jp__prof_on_signal();
 	errno = saved;
 }
 

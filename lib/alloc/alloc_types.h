@@ -102,6 +102,9 @@ struct jp_alloc_globals {
 	uint8_t check;			/* JPSYNC_CHECK */
 	uint8_t vg;			/* running on memcheck */
 	uint8_t tsan;			/* TSan runs, this library not built for it */
+	uint8_t prof;			/* JPSYNC_HEAP_PROFILE: sampling on (prof.c) */
+	uint64_t prof_rate;		/* JPSYNC_HEAP_PROFILE_RATE */
+	uint64_t prof_interval;		/* JPSYNC_HEAP_PROFILE_INTERVAL (0: none) */
 	uint64_t mag_size;
 	uint64_t cache_n;
 	uint64_t cache_bytes;		/* all threads' bins may grow by this */
@@ -175,6 +178,12 @@ struct jp_span {
 	uint16_t nslices;
 	uint8_t in_list;	/* linked in the class's list */
 	uint8_t shard;		/* whose lists it is on */
+	uint32_t nsampled;	/* its blocks in the heap profile (prof.c;
+				 * under its lock) */
+	/* A filter of those blocks' addresses (jp__prof_bit): a free whose
+	 * bit is clear is not sampled.  Set under the profile's lock,
+	 * cleared with the last sample; read relaxed by free_slow. */
+	uint64_t sampled_mask;
 };
 
 /*
@@ -222,6 +231,7 @@ struct jp_huge {
 	size_t usable;
 	size_t req;		/* the requested size (check mode) */
 	uint32_t alloc_site;	/* its allocation's stack id (check mode) */
+	uint8_t sampled;	/* in the heap profile (prof.c) */
 	size_t dirty;		/* bytes from base that may be resident: the
 				 * huge cache sheds no pages when it hands a
 				 * mapping out, so more than the block's */

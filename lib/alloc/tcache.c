@@ -150,6 +150,8 @@ struct jp_heap *jp__heap_get(void)
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 		h->bins[c].cn = bin_start[c];
 		h->bins[c].max = bin_start[c];
+		if (jp__ag.prof)
+			jp__prof_bin_arm(&h->bins[c], c);
 	}
 	h->live = 1;
 	atomic_store_explicit(&live_heaps, atomic_load_explicit(&live_heaps,
@@ -293,9 +295,10 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	struct jp_bin *b = &h->bins[cls];
 	void *blk = b->head, *chain, *tail;
 	uint32_t got;
+	bool due;
 
 	if (blk != NULL)
-		return jp__bin_pop(b);
+		return jp__bin_pop(h, b);
 	/* Blocks too big to cache come from shard 0 whoever asks: they
 	 * are few per span, and spread over the shards their spans would
 	 * rarely empty (a lock round trip is cheap next to such a block). */
@@ -313,9 +316,11 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 		JP_CNT_ADD(b->cn, -(uint64_t)(got - 1));
 	}
 	JP_CNT_ADD(b->nrefill, got);
-	JP_CNT_ADD(b->cn, (uint64_t)1 << 16);
-	/* Fold the 48-bit count into a full one now and then. */
-	if (JP_CNT_LOAD(b->cn) >= ((uint64_t)1 << 62)) {
+	due = jp__cn_add(b, (uint64_t)1 << 16);
+	/* Fold the 48-bit count into a full one now and then.  Not a count
+	 * the heap profile armed (2^48 - k: bits 62 and 63 set), which its
+	 * carry folds (prof.c). */
+	if ((JP_CNT_LOAD(b->cn) >> 62) == 1) {
 		JP_CNT_ADD(b->nalloc_hi, JP_CN_NALLOC(JP_CNT_LOAD(b->cn)));
 		JP_CNT_SET(b->cn, JP_CN_CREDIT(JP_CNT_LOAD(b->cn)));
 	}
@@ -325,6 +330,8 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	 * check_alloc overwrites it). */
 	if (!jp__ag.check)
 		((void **)blk)[1] = NULL;
+	if (jp_unlikely(due))
+		return jp__prof_bin_due(h, b, blk);
 	return blk;
 }
 

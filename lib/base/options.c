@@ -52,6 +52,18 @@ const struct jp_option_desc jp__option_table[] = {
 	    0, 0, 0,
 	    "the statistics as a table (text, the default) or as one JSON "
 	    "object a line (json), whose fields jpsync(7) lists"),
+	OPT("HEAP_PROFILE", "heap-profile", "FILE", JP_OPT_FILE, false, heap_profile,
+	    0, 0, 0,
+	    "sample allocations and write heap profiles that google-pprof reads: "
+	    "FILE.<pid>.heap at exit, FILE.<pid>.<seq>.heap on --stats-signal "
+	    "and at each --heap-profile-interval"),
+	OPT("HEAP_PROFILE_RATE", "heap-profile-rate", "SIZE", JP_OPT_SIZE, true,
+	    heap_profile_rate, (uint64_t)512 << 10, 1, (uint64_t)1 << 30,
+	    "one sample per SIZE bytes allocated, on average"),
+	OPT("HEAP_PROFILE_INTERVAL", "heap-profile-interval", "SIZE", JP_OPT_SIZE, true,
+	    heap_profile_interval, 0, 0, (uint64_t)1 << 40,
+	    "also write a profile each time the bytes in use grow by SIZE above "
+	    "the last such profile's; 0: only at exit and on the signal"),
 	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
 	    "print the library's version and path, then the options in force, "
 	    "at start"),
@@ -239,6 +251,9 @@ static void set_defaults(struct jp_options *o)
 		case JP_OPT_FORMAT:
 			*(int *)field = (int)d->def;
 			break;
+		case JP_OPT_FILE:
+			field[0] = '\0';
+			break;
 		}
 	}
 }
@@ -273,6 +288,7 @@ char *jp__option_range(const struct jp_option_desc *d, char *buf, size_t cap)
 	case JP_OPT_BOOL:
 	case JP_OPT_STATS:
 	case JP_OPT_SIGNAL:
+	case JP_OPT_FILE:
 		break;
 	case JP_OPT_FORMAT:
 		jp__str_add(buf, cap, &len, "text or json; default text");
@@ -394,6 +410,15 @@ const char *jp__option_value(struct jp_options *o, const struct jp_option_desc *
 		else
 			return "not a statistics format (text or json)";
 		return NULL;
+	case JP_OPT_FILE:
+		/* empty: none (as jp__options_print shows none) */
+		if (strlen(value) >= JP_STATS_PATH_MAX)
+			return "file name too long (at most PATH_MAX - 1 bytes)";
+		for (const char *p = value; *p != '\0'; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return "a control character in the file name";
+		memcpy(field, value, strlen(value) + 1);	/* fits: checked above */
+		return NULL;
 	}
 	return "unhandled option kind";
 }
@@ -485,6 +510,9 @@ void jp__options_print(const struct jp_options *o, int fd)
 		case JP_OPT_FORMAT:
 			jp__str_add(line, sizeof line, &len,
 				 *(const int *)field == JP_STATS_JSON ? "json" : "text");
+			break;
+		case JP_OPT_FILE:
+			jp__str_add(line, sizeof line, &len, field);
 			break;
 		}
 		jp__str_add(line, sizeof line, &len, "\n");

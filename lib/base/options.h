@@ -47,6 +47,10 @@ struct jp_options {
 	int stats_signal;	/* JPSYNC_STATS_SIGNAL: a signal number, 0 = off */
 	int stats_format;	/* JPSYNC_STATS_FORMAT: enum jp_stats_format */
 	char stats_path[JP_STATS_PATH_MAX];
+	uint64_t heap_profile_rate;	/* JPSYNC_HEAP_PROFILE_RATE: bytes */
+	uint64_t heap_profile_interval;	/* JPSYNC_HEAP_PROFILE_INTERVAL: 0 = off */
+	/* JPSYNC_HEAP_PROFILE: the profiles' file prefix; "" = no profile */
+	char heap_profile[JP_STATS_PATH_MAX];
 };
 
 /* How a row's value is spelled. */
@@ -59,6 +63,8 @@ enum jp_opt_kind {
 	JP_OPT_SIGNAL,	/* a signal that can be caught: a name (USR2, SIGUSR2,
 			 * any case) or a number; 0 or off: none */
 	JP_OPT_FORMAT,	/* the statistics' format: text or json, any case */
+	JP_OPT_FILE,	/* a file name (char[JP_STATS_PATH_MAX] at offset)
+			 * without control characters; "" (unset): none */
 };
 
 /* One row of the table: one JPSYNC_ variable and one jpsync-run option. */

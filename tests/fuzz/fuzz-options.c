@@ -241,6 +241,16 @@ static bool m_accept(struct jp_options *m, const struct jp_option_desc *d,
 		else
 			return false;
 		return true;
+	case JP_OPT_FILE:
+		/* a file name shorter than PATH_MAX bytes, no control
+		 * character; empty: none */
+		if (strlen(value) >= JP_STATS_PATH_MAX)
+			return false;
+		for (const char *p = value; *p != '\0'; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return false;
+		strcpy(field, value);
+		return true;
 	}
 	fz_fail("row %s: unknown kind %d", d->name, (int)d->kind);
 }
@@ -311,6 +321,10 @@ static void same_options(const struct jp_options *a, const struct jp_options *b,
 			FZ_CHECK(*(const int *)fa == *(const int *)fb,
 				 "%s: JPSYNC_%s is %d, not %d", what, d->name,
 				 *(const int *)fb, *(const int *)fa);
+			break;
+		case JP_OPT_FILE:
+			FZ_CHECK(strcmp(fa, fb) == 0, "%s: JPSYNC_%s is '%s', not '%s'",
+				 what, d->name, fb, fa);
 			break;
 		}
 	}
@@ -523,7 +537,8 @@ static void check_run(char **args, size_t nargs)
 		}
 		joined = malloc(strlen(cwd) + strlen(value) + 2);
 		FZ_CHECK(joined != NULL, "out of memory");
-		if (d->kind == JP_OPT_STATS && eq != NULL && m_stats_file(value) &&
+		if (((d->kind == JP_OPT_STATS && eq != NULL && m_stats_file(value)) ||
+		     (d->kind == JP_OPT_FILE && value[0] != '\0')) &&
 		    value[0] != '/')	/* a relative FILE: from the current directory */
 			sprintf(joined, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", value);
 		else

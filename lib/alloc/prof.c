@@ -1,0 +1,484 @@
+/*
+ * prof.c - the heap profile (JPSYNC_HEAP_PROFILE): sampled allocations,
+ * their stacks, and the profiles google-pprof reads.
+ *
+ * Sampling, unbiased per byte as tcmalloc and jemalloc do it: the bytes
+ * between two samples are exponentially distributed with mean R
+ * (JPSYNC_HEAP_PROFILE_RATE), so a block of s bytes is sampled with
+ * probability 1 - exp(-s/R) whatever came before it.  For the blocks of
+ * one size class that is a geometric countdown: the number of blocks of
+ * the class up to and including the next sampled one is
+ * floor(E * R / s) + 1, E exponential with mean 1.  The countdown lives in
+ * the bin's own count of blocks handed out (struct jp_bin, cn bits 16-63),
+ * which every allocation already adds to: armed, the count is set to
+ * 2^48 - k, and the allocation that makes it carry out of bit 63 is the
+ * sampled one (jp_alloc branches on the carry of the add it does anyway:
+ * one instruction, not taken while sampling is off).  The count keeps its
+ * meaning for the statistics: the arming subtracts what it adds to the
+ * count from nalloc_hi, and the carry adds 2^48 back, so nalloc_hi + count
+ * is the exact number handed out, modulo 2^64, at every step.  A huge
+ * block (above the largest class) is counted down in bytes per thread.
+ *
+ * E = -ln(u), u uniform in (0, 1], without libm: u = f * 2^-n with f in
+ * [1, 2) (n from the count of leading zeros), ln u = ln f - n ln 2, and
+ * ln f by the series of 2 atanh((f - 1) / (f + 1)) to its 11th power
+ * (error under 2e-7, far below the sampling noise; no branch, no table).
+ * The uniform comes from a per-thread xorshift64* generator.
+ *
+ * A sample records the block's address, its size class's size (what the
+ * program holds, and what the probability above is of: jemalloc's
+ * profiles count the same usable size) and its stack's id in the stack
+ * depot (base/stack.h), in a hash table of live samples, and adds to the
+ * stack's totals: in use (until its free) and allocated (ever).
+ *
+ * Frees find their sample without a look-up on the fast path: while a
+ * span holds a sampled block, the limit in its slices' fast-path copy is
+ * 0, so every free in that span takes the slow path (free_slow in
+ * alloc.c), which asks here (the span's own limit still says what is a
+ * block) when the block's bit is set in the span's 64-bit filter of
+ * sampled addresses: a lock and a look-up for one free in 64 at most of
+ * those that are not sampled.  The span's count of sampled blocks puts the
+ * limit back, and clears the filter, when the last one is freed.  A huge
+ * block's header says whether it is sampled.
+ *
+ * The profile is gperftools' heap format, version 2 ("heap profile: ...
+ * @ heap_v2/R"): one line per stack, "inuse_count: inuse_bytes
+ * [alloc_count: alloc_bytes] @ pc pc ...", the sampled figures as they
+ * are (google-pprof scales each line by 1 / (1 - exp(-size/R)), size its
+ * bytes over its count), then MAPPED_LIBRARIES: and /proc/self/maps.  It
+ * is written with write(2) from a buffer on the stack: nothing allocates,
+ * so it can be written at exit, from a signal handler and from malloc.
+ *
+ * Lock: prof_lock, a leaf (nothing is taken while it is held; the fork
+ * handlers take it last).
+ */
+#include "alloc_internal.h"
+#include "base/options.h"
+#include "base/stack.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+struct jp__lock jp__prof_lock;
+
+/* ---- the sampler ---------------------------------------------------- */
+
+static __thread uint64_t prof_rng __attribute__((tls_model("initial-exec")));
+/* Bytes of huge blocks to allocate before the next sample (per thread);
+ * 0: not drawn yet. */
+static __thread uint64_t prof_huge_left __attribute__((tls_model("initial-exec")));
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	if (x == 0)	/* seeded on first use: the key and this thread */
+		x = (jp__ag.key ^ (uintptr_t)s) * 0x9e3779b97f4a7c15ULL | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+double jp__prof_exp1(uint64_t r)
+{
+	/* u = r / 2^64 = f * 2^-(lz+1), f = the mantissa in [1, 2) */
+	unsigned lz;
+	double f, t, t2, lnf;
+
+	if (r == 0)
+		r = 1;
+	lz = (unsigned)__builtin_clzll(r);
+	f = (double)(r << lz) / 9223372036854775808.0;	/* 2^63 */
+	/* ln f = 2 atanh(t), t = (f - 1) / (f + 1) in [0, 1/3): the series
+	 * to t^11, whose first term left out is below 1.3e-7. */
+	t = (f - 1) / (f + 1);
+	t2 = t * t;
+	lnf = 2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 +
+	      t2 * (1.0 / 9 + t2 * (1.0 / 11))))));
+	/* -ln u = (lz + 1) ln 2 - ln f */
+	return ((double)lz + 1) * 0.69314718055994530942 - lnf;
+}
+
+uint64_t jp__prof_interval(uint64_t *state, uint64_t mean)
+{
+	double b = jp__prof_exp1(rng_next(state)) * (double)mean;
+
+	/* E is below 45 (u >= 2^-64): at most 45 GiB * 45 */
+	return (uint64_t)b + 1;
+}
+
+/* Blocks of class cls to hand out up to and including the next sample. */
+static uint64_t class_countdown(uint32_t cls)
+{
+	uint64_t k = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
+
+	k = (k - 1) / jp__classes[cls].bsize + 1;
+	return k > ((uint64_t)1 << 40) ? (uint64_t)1 << 40 : k;
+}
+
+void jp__prof_bin_arm(struct jp_bin *b, uint32_t cls)
+{
+	uint64_t cn = JP_CNT_LOAD(b->cn);
+	uint64_t target = ((uint64_t)1 << 48) - class_countdown(cls);
+
+	/* nalloc_hi + count stays the same (modulo 2^64). */
+	JP_CNT_SET(b->nalloc_hi, JP_CNT_LOAD(b->nalloc_hi) - (target - JP_CN_NALLOC(cn)));
+	JP_CNT_SET(b->cn, JP_CN_CREDIT(cn) | target << 16);
+}
+
+/* ---- live samples --------------------------------------------------- */
+
+/* 2^17 slots of 16 bytes, at most half of them used: 64Ki live samples,
+ * 32 GiB in use at the default rate.  Written at once when first mapped
+ * (2 MiB), so that a sample does not take two page faults (the zero
+ * page's read, then its copy) on the way. */
+#define LIVE_BITS	17
+#define LIVE_SLOTS	((size_t)1 << LIVE_BITS)
+#define LIVE_MAX	(LIVE_SLOTS / 2)	/* beyond: samples are dropped */
+#define NSTACKS		16385		/* the depot's ids, 0 = no stack */
+
+struct live {
+	uint64_t addr;		/* 0: empty */
+	uint32_t size16;	/* the size / 16 (sizes are multiples of 16
+				 * up to 64 GiB; a bigger one counts 64 GiB) */
+	uint32_t id;
+};
+
+struct stack_total {
+	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
+};
+
+/* Under prof_lock. */
+static struct live *live;
+static struct stack_total *totals;
+static size_t nlive;
+static uint64_t dropped;
+static struct stack_total all;
+/* The bytes in use as the samples estimate them (each stands for at least
+ * the rate's bytes), and that figure at the last interval profile. */
+static uint64_t est_inuse, est_last;
+static _Atomic unsigned prof_seq;
+
+static bool tables(void)
+{
+	void *m;
+
+	if (live != NULL)
+		return true;
+	if (jp__os_map(&m, LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals) != 0)
+		return false;
+	for (size_t off = 0; off < LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals;
+	     off += 4096)
+		((volatile char *)m)[off] = 0;
+	live = m;
+	totals = (struct stack_total *)(live + LIVE_SLOTS);
+	return true;
+}
+
+static size_t slot_of(uintptr_t a)
+{
+	return (size_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - LIVE_BITS));
+}
+
+static uint64_t estimate(uint64_t size)
+{
+	return size > jp__ag.prof_rate ? size : jp__ag.prof_rate;
+}
+
+/* Remove the sample of a, if any (under the lock); its size, or 0. */
+static uint64_t live_remove(uintptr_t a)
+{
+	size_t i, j;
+	uint64_t size;
+
+	if (live == NULL || nlive == 0)
+		return 0;
+	for (i = slot_of(a); live[i].addr != a; i = (i + 1) & (LIVE_SLOTS - 1))
+		if (live[i].addr == 0)
+			return 0;
+	size = (uint64_t)live[i].size16 * 16;
+	totals[live[i].id].inuse_n--;
+	totals[live[i].id].inuse_b -= size;
+	all.inuse_n--;
+	all.inuse_b -= size;
+	est_inuse -= estimate(size);
+	nlive--;
+	/* Backward shift: no tombstones. */
+	for (j = (i + 1) & (LIVE_SLOTS - 1); live[j].addr != 0; j = (j + 1) & (LIVE_SLOTS - 1)) {
+		size_t home = slot_of(live[j].addr);
+
+		/* j's entry may move to i when its home is not in (i, j]. */
+		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+			live[i] = live[j];
+			i = j;
+		}
+	}
+	live[i].addr = 0;
+	return size;
+}
+
+static void write_interval(void);
+
+/* Record block p of size bytes (span s for a small block, else NULL);
+ * false when the table is full. */
+static bool record(void *p, uint64_t size, struct jp_span *s)
+{
+	uintptr_t pcs[JP_STACK_MAX];
+	unsigned n = jp__stack_capture(pcs, JP_STACK_MAX, 0, true);
+	uint32_t id = jp__stack_depot_put(pcs, n);
+	bool due = false;
+	size_t i;
+
+	jp__lock(&jp__prof_lock);
+	if (!tables() || nlive >= LIVE_MAX) {
+		dropped++;
+		jp__unlock(&jp__prof_lock);
+		return false;
+	}
+	for (i = slot_of((uintptr_t)p); live[i].addr != 0; i = (i + 1) & (LIVE_SLOTS - 1))
+		;
+	if (size > (uint64_t)UINT32_MAX * 16)
+		size = (uint64_t)UINT32_MAX * 16;
+	size = (size + 15) & ~(uint64_t)15;
+	live[i] = (struct live){ (uintptr_t)p, (uint32_t)(size / 16), id };
+	nlive++;
+	totals[id].inuse_n++;
+	totals[id].inuse_b += size;
+	totals[id].alloc_n++;
+	totals[id].alloc_b += size;
+	all.inuse_n++;
+	all.inuse_b += size;
+	all.alloc_n++;
+	all.alloc_b += size;
+	est_inuse += estimate(size);
+	if (s != NULL)
+		__atomic_store_n(&s->sampled_mask, s->sampled_mask | jp__prof_bit((uintptr_t)p),
+				 __ATOMIC_RELAXED);
+	if (s != NULL && __atomic_fetch_add(&s->nsampled, 1, __ATOMIC_RELAXED) == 0) {
+		/* Frees in this span take the slow path (see the top). */
+		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
+
+		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
+			__atomic_store_n(&seg->slices[k].limit, 0, __ATOMIC_RELAXED);
+	}
+	if (jp__ag.prof_interval != 0 && est_inuse >= est_last + jp__ag.prof_interval) {
+		est_last = est_inuse;
+		due = true;
+	}
+	jp__unlock(&jp__prof_lock);
+	if (due)
+		write_interval();
+	return true;
+}
+
+void *jp__prof_bin_due(struct jp_heap *h, struct jp_bin *b, void *p)
+{
+	uint32_t cls = (uint32_t)(b - h->bins);
+
+	/* The count carried: 2^48 back into nalloc_hi, and the next one. */
+	JP_CNT_ADD(b->nalloc_hi, (uint64_t)1 << 48);
+	/* Without the profile, a count that went 2^48 allocations without a
+	 * refill (which folds it) carries too: folded, that is all. */
+	if (!jp__ag.prof)
+		return p;
+	jp__prof_bin_arm(b, cls);
+	record(p, jp__classes[cls].bsize, jp__span_of((uintptr_t)p));
+	return p;
+}
+
+bool jp__prof_huge(void *p, uint64_t usable)
+{
+	uint64_t left = prof_huge_left;
+
+	if (left == 0)
+		left = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
+	if (left > usable) {
+		prof_huge_left = left - usable;
+		return false;
+	}
+	/* Crossed: p is sampled; the next interval starts after it. */
+	prof_huge_left = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
+	return record(p, usable, NULL);
+}
+
+void jp__prof_free(void *p, struct jp_span *s)
+{
+	jp__lock(&jp__prof_lock);
+	if (live_remove((uintptr_t)p) != 0 && s != NULL &&
+	    __atomic_sub_fetch(&s->nsampled, 1, __ATOMIC_RELAXED) == 0) {
+		/* The last sample of the span: its frees may be fast again.
+		 * (Before the block goes back: the span cannot be released
+		 * and published anew meanwhile.) */
+		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
+
+		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
+			__atomic_store_n(&seg->slices[k].limit, s->limit, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->sampled_mask, 0, __ATOMIC_RELAXED);
+	}
+	jp__unlock(&jp__prof_lock);
+}
+
+/* ---- the profile ---------------------------------------------------- */
+
+struct pout {
+	int fd;
+	size_t len;
+	char buf[2048];
+};
+
+static void pflush(struct pout *o)
+{
+	if (o->len > 0)
+		jp__os_write(o->fd, o->buf, o->len);
+	o->len = 0;
+}
+
+static void pstr(struct pout *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (o->len + n > sizeof o->buf)
+		pflush(o);
+	if (n > sizeof o->buf) {
+		jp__os_write(o->fd, s, n);
+		return;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static void pnum(struct pout *o, uint64_t v)
+{
+	char num[24];
+
+	pstr(o, jp__fmt_u64(num, v));
+}
+
+static void pcounts(struct pout *o, const struct stack_total *t)
+{
+	pnum(o, t->inuse_n);
+	pstr(o, ": ");
+	pnum(o, t->inuse_b);
+	pstr(o, " [");
+	pnum(o, t->alloc_n);
+	pstr(o, ": ");
+	pnum(o, t->alloc_b);
+	pstr(o, "] @");
+}
+
+/* The profile into fd; false when interrupted code holds the lock. */
+static bool write_profile(int fd, bool interrupted)
+{
+	struct pout o = { .fd = fd, .len = 0 };
+	char rbuf[1024];
+	struct stack_total t;
+	ssize_t got;
+	int maps;
+
+	if (interrupted ? !jp__lock_for_fork(&jp__prof_lock) : (jp__lock(&jp__prof_lock), false))
+		return false;
+	/* Id 0 (no stack captured) is counted but has no line: the header is
+	 * the sum of the lines. */
+	t = all;
+	if (totals != NULL) {
+		t.inuse_n -= totals[0].inuse_n;
+		t.inuse_b -= totals[0].inuse_b;
+		t.alloc_n -= totals[0].alloc_n;
+		t.alloc_b -= totals[0].alloc_b;
+	}
+	pstr(&o, "heap profile: ");
+	pcounts(&o, &t);
+	pstr(&o, " heap_v2/");
+	pnum(&o, jp__ag.prof_rate);
+	pstr(&o, "\n");
+	for (uint32_t id = 1; totals != NULL && id < NSTACKS; id++) {
+		uintptr_t pcs[JP_STACK_MAX];
+		unsigned n;
+		char hex[24];
+
+		if (totals[id].alloc_n == 0)
+			continue;
+		n = jp__stack_depot_get(id, pcs, JP_STACK_MAX);
+		if (n == 0)
+			continue;
+		pcounts(&o, &totals[id]);
+		for (unsigned k = 0; k < n; k++) {
+			pstr(&o, " ");
+			pstr(&o, jp__fmt_hex(hex, pcs[k]));
+		}
+		pstr(&o, "\n");
+	}
+	jp__unlock(&jp__prof_lock);
+	pstr(&o, "\nMAPPED_LIBRARIES:\n");
+	pflush(&o);
+	maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (maps >= 0) {
+		while ((got = read(maps, rbuf, sizeof rbuf)) > 0)
+			jp__os_write(fd, rbuf, (size_t)got);
+		close(maps);
+	}
+	return true;
+}
+
+/* FILE.<pid>.heap (seq 0) or FILE.<pid>.<seq>.heap, into path. */
+static void profile_path(char *path, size_t cap, unsigned seq)
+{
+	char num[24];
+	size_t len = 0;
+
+	path[0] = '\0';
+	jp__str_add(path, cap, &len, jp__options()->heap_profile);
+	jp__str_add(path, cap, &len, ".");
+	jp__str_add(path, cap, &len, jp__fmt_u64(num, (uint64_t)getpid()));
+	if (seq != 0) {
+		jp__str_add(path, cap, &len, ".");
+		jp__str_add(path, cap, &len, jp__fmt_u64(num, seq));
+	}
+	jp__str_add(path, cap, &len, ".heap");
+}
+
+static void write_to(unsigned seq, bool interrupted)
+{
+	char path[JP_STATS_PATH_MAX + 64], num[24];
+	int fd, saved = errno;
+
+	profile_path(path, sizeof path, seq);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		jp__os_puts(2, "jpsync: warning: JPSYNC_HEAP_PROFILE: cannot write ");
+		jp__os_puts(2, path);
+		jp__os_puts(2, " (errno ");
+		jp__os_puts(2, jp__fmt_u64(num, (uint64_t)errno));
+		jp__os_puts(2, ")\n");
+		errno = saved;
+		return;
+	}
+	if (!write_profile(fd, interrupted))
+		jp__os_puts(fd, "jpsync: no heap profile now: the signal interrupted "
+			    "the profiler\n");
+	close(fd);
+	errno = saved;
+}
+
+static void write_interval(void)
+{
+	write_to(atomic_fetch_add_explicit(&prof_seq, 1, memory_order_relaxed) + 1, false);
+}
+
+void jp__prof_on_signal(void)
+{
+	if (jp__ag.prof)
+		write_to(atomic_fetch_add_explicit(&prof_seq, 1, memory_order_relaxed) + 1,
+			 true);
+}
+
+/* At exit: FILE.<pid>.heap. */
+__attribute__((destructor)) static void prof_at_exit(void)
+{
+	if (jp__ag.prof)
+		write_to(0, false);
+}
