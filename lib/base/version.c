@@ -22,14 +22,23 @@ JP_EXPORT const char *jp_version(void)
  * (it may run during preload, before the allocator is ready).  In this
  * file rather than options.c: jpsync-run links the options parser
  * statically and must not say this about itself.
+ *
+ * Without the variable the options are not read here: they are read when
+ * the allocator starts (jp_alloc(3)), so a program may still set one before
+ * its first allocation (setenv("JPSYNC_CHECK", ...) in main; the fuzz
+ * target alloc-check does).  Reading them all at load ignored it.
  */
 __attribute__((constructor)) static void verbose_at_load(void)
 {
-	const struct jp_options *o = jp__options();
+	const char *v = jp__os_getenv("JPSYNC_VERBOSE");
+	const struct jp_options *o;
 	const char *path;
 	char line[64 + PATH_MAX];
 	size_t len = 0;
 
+	if (v == NULL || *v == '\0')
+		return;
+	o = jp__options();
 	if (!o->verbose)
 		return;
 	path = jp__os_object_path((const void *)jp_version);

@@ -564,6 +564,16 @@ int main(int argc, char **argv)
 		return fork_nested_stress();
 	if (strcmp(mode, "check-aligned") == 0)
 		return check_aligned();
+	if (strcmp(mode, "setenv-check") == 0) {
+		/* jp_alloc(3): each variable is read when the allocator
+		 * starts, so a program may set one before its first call. */
+		setenv("JPSYNC_CHECK", "1", 1);
+		p = jp_alloc(10);
+		/* check mode's usable size is the size asked */
+		fprintf(stderr, "usable=%zu\n", jp_usable_size(p));
+		jp_free(p);
+		return 0;
+	}
 	if (strcmp(mode, "check-realloc") == 0)
 		return check_realloc();
 	if (strcmp(mode, "check-uaf") == 0) {

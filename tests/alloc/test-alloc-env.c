@@ -57,6 +57,24 @@ static void test_check_realloc(void)
 		printf("\nexit %d: %s\n", res.status, res.err);
 }
 
+/* JPSYNC_CHECK set by the program itself before its first allocation:
+ * the variables are read when the allocator starts, not when the library
+ * is loaded (before 1.2 a constructor read them all at load). */
+static void test_check_set_by_the_program(void)
+{
+	struct jp_child_result res;
+	size_t usable = 0;
+
+	run_helper("setenv-check", NULL, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	/* its one line: check mode's usable size is the size asked */
+	CU_ASSERT_EQUAL(sscanf(res.err, "usable=%zu", &usable), 1);
+	CU_ASSERT_EQUAL(usable, 10);
+	CU_ASSERT_STRING_EQUAL(res.err, "usable=10\n");
+	if (strcmp(res.err, "usable=10\n") != 0)
+		printf("\nwanted usable=10 (check mode on), got: %s\n", res.err);
+}
+
 /*
  * A check-mode abort: the helper printed "ptr=<p>" first; the message must
  * be exactly "jpsync: <what> of <p><rest>", followed by nothing or by the
@@ -430,6 +448,8 @@ static CU_TestInfo env_tests[] = {
 	{ "JPSYNC_CHECK=1: a correct program runs", test_check_ok },
 	{ "JPSYNC_CHECK=1: aligned blocks, then plain ones of their size", test_check_aligned_then_plain },
 	{ "JPSYNC_CHECK=1: realloc of every kind, in place at the same size", test_check_realloc },
+	{ "JPSYNC_CHECK=1 set by the program before its first allocation",
+	  test_check_set_by_the_program },
 	{ "JPSYNC_CHECK=1: write after free", test_check_write_after_free },
 	{ "JPSYNC_CHECK=1: overflow past the end (small, 256 KiB, huge)", test_check_overflow },
 	{ "JPSYNC_CHECK=1: underflow before the start", test_check_underflow },

@@ -62,6 +62,17 @@ static bool is_pow2(size_t x)
 	return x != 0 && (x & (x - 1)) == 0;
 }
 
+/* A size or an alignment, as the table draws them. */
+static size_t draw_size(const struct fa_table *t, struct fz *f)
+{
+	return t->edges ? fz_size_edge(f) : fz_size(f);
+}
+
+static size_t draw_align(const struct fa_table *t, struct fz *f)
+{
+	return t->edges ? fz_align_edge(f) : fz_align(f);
+}
+
 static size_t usable_of(const struct fa_table *t, void *p, bool shim)
 {
 	(void)t;
@@ -103,6 +114,13 @@ static void check_no_overlap(const struct fa_table *t, unsigned self,
 	}
 }
 
+/* free keeps errno (POSIX.1-2024), in every mode. */
+static void check_errno_kept(const char *what, const void *p, size_t size)
+{
+	FZ_CHECK(errno == FA_ERRNO_MARK, "%s(%p) of %zu bytes changed errno to %d",
+		 what, p, size, errno);
+}
+
 void fa_release(struct fa_table *t, unsigned i)
 {
 	struct fa_slot *s = &t->s[i];
@@ -110,7 +128,9 @@ void fa_release(struct fa_table *t, unsigned i)
 	if (s->p == NULL)
 		return;
 	check_slot(t, i);
+	errno = FA_ERRNO_MARK;
 	jp_free(s->p);
+	check_errno_kept("free", s->p, s->size);
 	s->p = NULL;
 }
 
@@ -188,16 +208,16 @@ static void take(struct fa_table *t, unsigned i, const char *what, void *p,
 
 /* A size for calloc and reallocarray's factors: small more often, and the
  * pairs that overflow as easily as the ones that do not. */
-static void factors(struct fz *f, size_t *a, size_t *b)
+static void factors(const struct fa_table *t, struct fz *f, size_t *a, size_t *b)
 {
 	uint8_t sel = fz_u8(f);
 
 	if (sel < 128) {
 		*a = fz_count(f, SIZE_MAX);
-		*b = fz_size(f);
+		*b = draw_size(t, f);
 	} else if (sel < 192) {
-		*a = fz_size(f);
-		*b = fz_size(f);
+		*a = draw_size(t, f);
+		*b = draw_size(t, f);
 	} else {
 		/* just above or below the overflow line */
 		*a = (size_t)1 << (fz_u8(f) % 64);
@@ -216,9 +236,9 @@ static void do_realloc(struct fa_table *t, unsigned i, struct fz *f, bool array,
 	int err;
 
 	if (array)
-		factors(f, &nm, &sz);
+		factors(t, f, &nm, &sz);
 	else
-		sz = fz_size(f);
+		sz = draw_size(t, f);
 	overflow = __builtin_mul_overflow(nm, sz, &n);
 	if (!overflow && fz_huge_skip(n))
 		return;
@@ -235,6 +255,9 @@ static void do_realloc(struct fa_table *t, unsigned i, struct fz *f, bool array,
 			 "%s(%p, %zu, %zu): overflow gave %p, errno %d, not NULL and ENOMEM",
 			 what, (void *)s->p, nm, sz, q, err);
 		check_slot(t, i);
+		FZ_CHECK(s->p == NULL || usable_of(t, s->p, shim) == s->usable,
+			 "%s(%p, %zu, %zu) failed but the usable size changed",
+			 what, (void *)s->p, nm, sz);
 		return;
 	}
 	if (s->p == NULL) {	/* realloc(NULL, n) is malloc(n), also for 0 */
@@ -254,6 +277,9 @@ static void do_realloc(struct fa_table *t, unsigned i, struct fz *f, bool array,
 		FZ_CHECK(n > FA_MUST_OK, "%s(%p, %zu) failed: a request this small must succeed",
 			 what, (void *)s->p, n);
 		check_slot(t, i);	/* the block is left intact */
+		FZ_CHECK(usable_of(t, s->p, shim) == s->usable,
+			 "%s(%p, %zu) failed but the usable size went from %zu to %zu",
+			 what, (void *)s->p, n, s->usable, usable_of(t, s->p, shim));
 		return;
 	}
 	FZ_CHECK(n <= (size_t)PTRDIFF_MAX, "%s(%zu) succeeded above PTRDIFF_MAX", what, n);
@@ -280,7 +306,7 @@ static void do_realloc(struct fa_table *t, unsigned i, struct fz *f, bool array,
 static void do_aligned(struct fa_table *t, unsigned i, enum fa_kind k, struct fz *f,
 		       bool shim, unsigned olo, unsigned on)
 {
-	size_t align = fz_align(f), size = fz_size(f), eff = align, sum;
+	size_t align = draw_align(t, f), size = draw_size(t, f), eff = align, sum;
 	void *p = NULL;
 	int err, rc;
 
@@ -343,7 +369,7 @@ static void do_valloc(struct fa_table *t, unsigned i, struct fz *f, unsigned olo
 		      unsigned on)
 {
 	bool pv = fz_u8(f) & 1;
-	size_t size = fz_size(f), want = size, pg = page();
+	size_t size = draw_size(t, f), want = size, pg = page();
 	void *p;
 	int err;
 
@@ -375,13 +401,16 @@ static void do_free(struct fa_table *t, unsigned i, enum fa_kind k, struct fz *f
 
 	if (s->p == NULL) {
 		/* free(NULL) and free_sized(NULL, n) do nothing */
+		errno = FA_ERRNO_MARK;
 		if (shim)
 			jpshim_free(NULL);
 		else
 			jp_free_sized(NULL, how);
+		check_errno_kept(kind_name[k], NULL, 0);
 		return;
 	}
 	check_slot(t, i);
+	errno = FA_ERRNO_MARK;
 	switch (k) {
 	case K_FREE_SIZED:
 		/* the size asked, or any size up to the usable size */
@@ -401,6 +430,7 @@ static void do_free(struct fa_table *t, unsigned i, enum fa_kind k, struct fz *f
 			jp_free(s->p);
 		break;
 	}
+	check_errno_kept(kind_name[k], s->p, s->size);
 	s->p = NULL;
 }
 
@@ -421,7 +451,7 @@ void fa_op(struct fa_table *t, struct fz *f, unsigned lo, unsigned n,
 	switch (k) {
 	case K_MALLOC:
 	case K_MALLOC_SMALL:
-		a = k == K_MALLOC ? fz_size(f) : fz_u8(f) * (size_t)(fz_u8(f) % 8 + 1);
+		a = k == K_MALLOC ? draw_size(t, f) : fz_u8(f) * (size_t)(fz_u8(f) % 8 + 1);
 		if (fz_huge_skip(a))
 			break;
 		fa_release(t, i);
@@ -435,7 +465,7 @@ void fa_op(struct fa_table *t, struct fz *f, unsigned lo, unsigned n,
 		take(t, i, "malloc", p, err, a, 16, false, shim, olo, on);
 		break;
 	case K_CALLOC:
-		factors(f, &a, &b);
+		factors(t, f, &a, &b);
 		if (!__builtin_mul_overflow(a, b, &n_bytes) && fz_huge_skip(n_bytes))
 			break;
 		fa_release(t, i);

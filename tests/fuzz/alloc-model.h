@@ -17,7 +17,13 @@
  *     PTRDIFF_MAX and for calloc/reallocarray overflow, EINVAL for
  *     alignments that are not powers of two (posix_memalign: also below
  *     sizeof(void *)), realloc(p, 0) frees p and returns NULL with errno
- *     untouched; a request of up to 64 MiB never fails.
+ *     untouched; a request of up to 64 MiB never fails;
+ *   - a failed realloc leaves the block as it was: contents and usable
+ *     size;
+ *   - free, free_sized and free_aligned_sized leave errno as it was.
+ * These rules are the same in the default mode and in check mode: the
+ * answers at the edges of size_t must not depend on the mode (only the
+ * usable size does: check mode's is the size asked).
  * Each call goes either through the jp_* API or through the preload
  * module's functions (shim.h), as the input chooses.
  */
@@ -43,6 +49,8 @@ struct fa_slot {
 struct fa_table {
 	struct fa_slot s[FA_SLOTS];
 	bool check_mode;	/* JPSYNC_CHECK=1: usable size is the size asked */
+	bool edges;		/* sizes and alignments from fz_size_edge and
+				 * fz_align_edge, not fz_size and fz_align */
 };
 
 /*

@@ -4,7 +4,9 @@
  * aligned_alloc, posix_memalign, memalign, valloc, pvalloc,
  * malloc_usable_size, malloc_trim / jp_alloc_trim and jp_thread_flush calls
  * on a table of 64 slots, each through the jp_* API or the preload
- * module's functions, checked against the model of alloc-model.h.
+ * module's functions, checked against the model of alloc-model.h, on
+ * sizes and alignments weighted to the edges of size_t (as alloc-check
+ * does in check mode).
  */
 #include "alloc-model.h"
 
@@ -33,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz f;
 
 	memset(&t, 0, sizeof t);
+	t.edges = true;
 	fz_init(&f, data, size);
 	for (unsigned n = 0; !fz_done(&f) && n < MAX_OPS; n++)
 		fa_op(&t, &f, 0, FA_SLOTS, 0, FA_SLOTS);

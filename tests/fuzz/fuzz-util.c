@@ -48,10 +48,9 @@ static const size_t edge_sizes[] = {
 	SIZE_MAX - 1, SIZE_MAX,
 };
 
-size_t fz_size(struct fz *f)
+/* fz_size's draw after its selector byte sel. */
+static size_t size_from(uint8_t sel, struct fz *f)
 {
-	uint8_t sel = fz_u8(f);
-
 	switch (sel & 7) {
 	case 0: case 1: case 2:
 		return fz_u8(f);
@@ -74,15 +73,96 @@ size_t fz_size(struct fz *f)
 	}
 }
 
-size_t fz_align(struct fz *f)
+size_t fz_size(struct fz *f)
+{
+	return size_from(fz_u8(f), f);
+}
+
+#define SIZE_BITS (8 * sizeof(size_t))
+
+size_t fz_size_edge(struct fz *f)
 {
 	uint8_t sel = fz_u8(f);
+	size_t k;
 
+	if (sel < 0xa0)
+		return size_from(sel, f);
+	switch (sel & 7) {
+	case 0: case 1:
+		/* every size from SIZE_MAX - 65536 to SIZE_MAX */
+		return SIZE_MAX - (size_t)(fz_bytes(f, 3) % 65537);
+	case 2:
+		/* PTRDIFF_MAX - 32768 .. PTRDIFF_MAX + 32767 */
+		return (size_t)PTRDIFF_MAX + (size_t)(ptrdiff_t)(int16_t)fz_bytes(f, 2);
+	case 3: {
+		/* near a power of two from 2^24 to 2^(bits-1) */
+		unsigned sh = 24 + fz_u8(f) % (SIZE_BITS - 24);
+
+		return ((size_t)1 << sh) + (size_t)(ptrdiff_t)(int8_t)fz_u8(f);
+	}
+	case 4:
+		/* near -2^k: what rounding up to 2^k (a page, an alignment,
+		 * a class) wraps at */
+		k = (size_t)1 << (fz_u8(f) % SIZE_BITS);
+		return (SIZE_MAX - k + 1) + (size_t)(ptrdiff_t)(int8_t)fz_u8(f);
+	case 5:
+		/* near an entry of the table: a class or page boundary, a
+		 * limit */
+		k = edge_sizes[fz_u8(f) % (sizeof edge_sizes / sizeof edge_sizes[0])];
+		return k + (size_t)(ptrdiff_t)(int8_t)fz_u8(f);
+	default:
+		/* the last 256: where a header and a tail added to the size
+		 * wrap */
+		return SIZE_MAX - fz_u8(f);
+	}
+}
+
+/* fz_align's draw after its selector byte sel. */
+static size_t align_from(uint8_t sel, struct fz *f)
+{
 	if (sel < 192)
 		return (size_t)1 << (sel % 24);		/* 1 .. 8 MiB */
 	if (sel < 224)
 		return (size_t)1 << (sel % (8 * sizeof(size_t)));	/* up to 2^63 */
 	return (size_t)fz_bytes(f, (sel & 7) + 1);	/* anything */
+}
+
+size_t fz_align(struct fz *f)
+{
+	return align_from(fz_u8(f), f);
+}
+
+size_t fz_align_edge(struct fz *f)
+{
+	uint8_t sel = fz_u8(f);
+	unsigned sh;
+
+	if (sel < 0xa0)
+		return align_from(sel, f);
+	switch (sel & 7) {
+	case 0:
+		return (size_t)1 << (SIZE_BITS - 1);	/* the largest power of two */
+	case 1:
+		return (size_t)1 << (SIZE_BITS - 1 - fz_u8(f) % 16);
+	case 2:
+		/* 2^k + 1 or 2^k - 1 (3, 7, 2^63 - 1, 2^63 + 1): not powers
+		 * of two */
+		sh = 1 + fz_u8(f) % (SIZE_BITS - 1);
+		return ((size_t)1 << sh) + (fz_u8(f) & 1 ? 1 : (size_t)-1);
+	case 3:
+		/* an odd multiple of a power of two (48, 12288, 3 << 62) */
+		sh = fz_u8(f) % (SIZE_BITS - 1);
+		return (size_t)(2 * (fz_u8(f) % 4) + 3) << sh;
+	case 4:
+		return fz_u8(f) % 64;		/* 0 .. 63, most not powers of two */
+	case 5:
+		return SIZE_MAX - fz_u8(f) % 4;	/* SIZE_MAX .. SIZE_MAX - 3 */
+	case 6:
+		return (size_t)PTRDIFF_MAX + (size_t)(ptrdiff_t)(int8_t)fz_u8(f);
+	default:
+		/* every power of two from 8 MiB to 2^(bits-1) */
+		return (size_t)1 << (23 + fz_u8(f) % (SIZE_BITS - 23));
+	}
 }
 
 /* ---- filling and checking --------------------------------------------- */

@@ -76,6 +76,17 @@ size_t fz_count(struct fz *f, size_t max);
 size_t fz_size(struct fz *f);
 /* An alignment: mostly powers of two, sometimes any value (0, 3, 48, ...). */
 size_t fz_align(struct fz *f);
+/*
+ * The same, weighted to the edges of size_t (the allocator targets): a
+ * selector byte below 0xa0 draws as fz_size and fz_align do; the others
+ * reach every size from SIZE_MAX - 65536 to SIZE_MAX, the neighbourhoods
+ * of PTRDIFF_MAX, of the powers of two up to 2^(bits-1), of -2^k and of
+ * the table's entries; and alignments from 1 to 2^(bits-1) at every power,
+ * non-powers of two next to them (2^k +- 1, odd multiples), 0 to 63,
+ * SIZE_MAX and PTRDIFF_MAX's neighbours.
+ */
+size_t fz_size_edge(struct fz *f);
+size_t fz_align_edge(struct fz *f);
 
 /* ---- filling and checking memory -------------------------------------- */
 /*

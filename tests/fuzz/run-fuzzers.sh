@@ -41,11 +41,13 @@ fi
 
 # CI: executions per target, sized so that all of them together take about
 # ten minutes on the project's 2-core machine (2026-12-01: 536 s for the
-# eight, 30-121 s each, with the corpus replays), and the seed.  A target
-# not listed gets 10000.
+# eight, 30-121 s each, with the corpus replays; alloc-check, added
+# 2026-12-03: 44 s, check mode being slower per execution),
+# and the seed.  A target not listed gets 10000.
 ci_runs() {
 	case $1 in
 	alloc) echo 65000 ;;
+	alloc-check) echo 6000 ;;
 	alloc-mt) echo 32000 ;;
 	queue) echo 48000 ;;
 	pool) echo 24000 ;;
