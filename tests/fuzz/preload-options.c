@@ -12,8 +12,8 @@
  * that it exits 0, within 10 s, with exactly one "jpsync: warning:" line
  * on its standard error for each entry that jp__options_parse() rejects.
  * Left out of the hostile environment: LD_* and GLIBC_TUNABLES (they would
- * change what is loaded, not what the library parses) and a JPSYNC_STATS
- * naming a file (the child would write it).
+ * change what is loaded, not what the library parses), and a JPSYNC_STATS
+ * or a JPSYNC_HEAP_PROFILE naming a file (the child would write it).
  *
  * Skipped (77) under valgrind, in sanitizer builds (their runtimes replace
  * malloc themselves) and under an emulator (it cannot exec the child).
@@ -66,15 +66,21 @@ static bool dropped(const char *e)
 
 	if (strncmp(e, "LD_", 3) == 0 || strncmp(e, "GLIBC_TUNABLES=", 15) == 0)
 		return true;
-	if (strncmp(e, "JPSYNC_STATS=", 13) != 0)
-		return false;
-	for (size_t i = 0; i < jp__option_count; i++)
-		if (jp__option_table[i].kind == JP_OPT_STATS) {
-			jp__options_parse(&o, NULL, -1);
-			return jp__option_value(&o, &jp__option_table[i], e + 13, why,
-						sizeof why) == NULL &&
-				o.stats == JP_STATS_FILE;
-		}
+	for (size_t i = 0; i < jp__option_count; i++) {
+		const struct jp_option_desc *d = &jp__option_table[i];
+		size_t n = strlen(d->name);
+		const char *v = e + 7 + n + 1;
+
+		if ((d->kind != JP_OPT_STATS && d->kind != JP_OPT_FILE) ||
+		    strncmp(e, "JPSYNC_", 7) != 0 || strncmp(e + 7, d->name, n) != 0 ||
+		    e[7 + n] != '=')
+			continue;
+		/* a file the child would write: dropped when accepted */
+		jp__options_parse(&o, NULL, -1);
+		if (jp__option_value(&o, d, v, why, sizeof why) != NULL)
+			return false;
+		return d->kind == JP_OPT_STATS ? o.stats == JP_STATS_FILE : *v != '\0';
+	}
 	return false;
 }
 
