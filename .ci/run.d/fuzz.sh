@@ -1,7 +1,7 @@
 #!/bin/bash
 # fuzz: every fuzz target of tests/fuzz/ replays its corpus, then fuzzes
 # with a fixed seed and a fixed number of executions (the table in
-# tests/fuzz/run-fuzzers.sh, about ten minutes for all on 2 cores), built
+# tests/fuzz/run-fuzzers.sh, about five minutes for all on 2 cores), built
 # with clang -fsanitize=fuzzer,address,undefined.  Fails on any finding and
 # prints the path of the input that reproduces it.  Run by .ci/run from the
 # repository root with build/ configured (another build folder:
