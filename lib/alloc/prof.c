@@ -374,10 +374,7 @@ static void pcounts(struct pout *o, const struct stack_total *t)
 static bool write_profile(int fd, bool interrupted)
 {
 	struct pout o = { .fd = fd, .len = 0 };
-	char rbuf[1024];
 	struct stack_total t;
-	ssize_t got;
-	int maps;
 
 	if (interrupted ? !jp__lock_for_fork(&jp__prof_lock) : (jp__lock(&jp__prof_lock), false))
 		return false;
@@ -415,12 +412,7 @@ static bool write_profile(int fd, bool interrupted)
 	jp__unlock(&jp__prof_lock);
 	pstr(&o, "\nMAPPED_LIBRARIES:\n");
 	pflush(&o);
-	maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (maps >= 0) {
-		while ((got = read(maps, rbuf, sizeof rbuf)) > 0)
-			jp__os_write(fd, rbuf, (size_t)got);
-		close(maps);
-	}
+	(void)jp__os_copy_file("/proc/self/maps", fd);
 	return true;
 }
 

@@ -190,6 +190,27 @@ static ssize_t read_proc(const char *path, char *buf, size_t cap)
 	return n;
 }
 
+int jp__os_copy_file(const char *path, int fd)
+{
+	int in = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	char buf[4096];
+	ssize_t n;
+	int err = 0;
+
+	if (in < 0)
+		return errno;
+	while (err == 0 && (n = syscall(SYS_read, in, buf, sizeof buf)) != 0) {
+		if (n < 0) {
+			if (errno != EINTR)
+				err = errno;
+			continue;
+		}
+		err = jp__os_write(fd, buf, (size_t)n);
+	}
+	syscall(SYS_close, in);
+	return err;
+}
+
 size_t jp__os_rss(void)
 {
 	/* /proc/self/statm: size resident shared ... in pages. */

@@ -160,6 +160,10 @@ char *jp__os_program_name(char *buf, size_t cap);
  * is read into buf of cap bytes, at least 32): for a formatter that escapes
  * it its own way (jp__str_add_json). */
 const char *jp__os_program_bytes(char *buf, size_t cap);
+/* Copy the file at path (a /proc file: read to its end) to fd, through
+ * raw system calls and a buffer on the stack: 0 or errno. */
+int jp__os_copy_file(const char *path, int fd);
+
 /* The kernel thread id of the caller. */
 int jp__os_gettid(void);
 
