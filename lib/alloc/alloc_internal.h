@@ -406,6 +406,13 @@ void jp__fork_init(void);
 /* ---- "alloc_stats.c" -------------------------------------------------- */
 
 void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss);
+/* The same from the stats signal's handler (interrupted): false, and *st
+ * partly filled, when the interrupted code holds a lock it needs. */
+bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool interrupted);
+/* ---- "stats_table.c" -------------------------------------------------- */
+/* The table into fd, as text or JSON (JP_STATS_TEXT, JP_STATS_JSON): 0 or
+ * errno; interrupted, a one-line note when the figures cannot be had. */
+int jp__stats_print(int fd, bool interrupted, int format);
 /* Keep the counts of a heap whose thread exits (heap lock). */
 void jp__stats_fold(const struct jp_heap *h);
 void jp__stats_init(void);	/* at start: keep a copy of stderr */

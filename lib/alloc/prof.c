@@ -435,17 +435,13 @@ static void profile_path(char *path, size_t cap, unsigned seq)
 
 static void write_to(unsigned seq, bool interrupted)
 {
-	char path[JP_STATS_PATH_MAX + 64], num[24];
+	char path[JP_STATS_PATH_MAX + 64];
 	int fd, saved = errno;
 
 	profile_path(path, sizeof path, seq);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		jp__os_puts(2, "jpsync: warning: JPSYNC_HEAP_PROFILE: cannot write ");
-		jp__os_puts(2, path);
-		jp__os_puts(2, " (errno ");
-		jp__os_puts(2, jp__fmt_u64(num, (uint64_t)errno));
-		jp__os_puts(2, ")\n");
+		jp__warn_cannot_write("HEAP_PROFILE", path, errno, "");
 		errno = saved;
 		return;
 	}

@@ -144,6 +144,14 @@ extern bool jp__annotate;
 #define JP_HB_RELEASE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_before(obj); } while (0)
 #define JP_HB_ACQUIRE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_after(obj); } while (0)
 
+/* ---- a file the library cannot write (msg.c) ------------------------- */
+/*
+ * "jpsync: warning: JPSYNC_<var>: cannot write <path> (errno <err>)<tail>\n"
+ * on stderr, in one write, without allocating (the statistics file, the
+ * heap profile).
+ */
+void jp__warn_cannot_write(const char *var, const char *path, int err, const char *tail);
+
 /* ---- unrecoverable misuse (msg.c) ------------------------------------ */
 /*
  * Print "jpsync: <what>\n" (or "jpsync: <what> of 0x<ptr>\n") on stderr and

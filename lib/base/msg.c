@@ -9,6 +9,7 @@
 #include "os.h"
 #include "stack.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +195,23 @@ void jp__str_add_json(char *buf, size_t cap, size_t *len, const char *s,
 	}
 	if (cut)
 		jp__str_add(buf, cap, len, "...");
+}
+
+void jp__warn_cannot_write(const char *var, const char *path, int err, const char *tail)
+{
+	char line[PATH_MAX + 128], num[24];
+	size_t len = 0;
+
+	jp__str_add(line, sizeof line, &len, "jpsync: warning: JPSYNC_");
+	jp__str_add(line, sizeof line, &len, var);
+	jp__str_add(line, sizeof line, &len, ": cannot write ");
+	jp__str_add(line, sizeof line, &len, path);
+	jp__str_add(line, sizeof line, &len, " (errno ");
+	jp__str_add(line, sizeof line, &len, jp__fmt_u64(num, (uint64_t)err));
+	jp__str_add(line, sizeof line, &len, ")");
+	jp__str_add(line, sizeof line, &len, tail);
+	jp__str_add(line, sizeof line, &len, "\n");
+	jp__os_write(2, line, len);
 }
 
 /* ---- misuse ------------------------------------------------------------- */
