@@ -19,6 +19,18 @@
  * waited for itself.)  Forks of different threads do not interleave: the C
  * library runs one fork's handlers at a time (glibc's atfork_lock), so
  * nesting happens in one thread, and plain variables serve.
+ *
+ * The handlers are registered at load time, before any thread allocates:
+ * registered by the first allocation, a thread that allocated while
+ * another one was registering them could hold a lock at a fork that took
+ * none, and the child would wait for it forever.  And the prepare handler
+ * finishes the allocator's start first, for the same reason (a child that
+ * inherits a start another thread began never ends it).  A process forking
+ * while its threads made their first allocations lost 1 child in 10 to
+ * either (the fork-at-start case of tests/alloc/test-alloc-fork).
+ * Registered first, the allocator's prepare handler runs last and its
+ * parent and child handlers first (the C library runs them in those
+ * orders), so a program's own handlers may allocate.
  */
 #include "alloc_internal.h"
 
@@ -85,6 +97,8 @@ static bool have_io_list_lock(void)
 
 static void atfork_prepare(void)
 {
+	jp__alloc_start_for_fork();
+
 	int threaded = &__libc_single_threaded == NULL || !__libc_single_threaded;
 
 	threaded = threaded && have_io_list_lock();
@@ -142,5 +156,15 @@ static void atfork_child(void)
 
 void jp__fork_init(void)
 {
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	static atomic_flag registered = ATOMIC_FLAG_INIT;
+
+	/* pthread_atfork may allocate, and a first allocation comes back
+	 * here: once. */
+	if (!atomic_flag_test_and_set(&registered))
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+__attribute__((constructor)) static void fork_init_at_load(void)
+{
+	jp__fork_init();
 }

@@ -7,13 +7,20 @@
  * pthread_key_create may call malloc before the allocator is ready.  So
  * phase 1 (the tables) allocates nothing and ends with the state "ready";
  * phase 2 (the thread-exit key and the fork handlers) may allocate, and
- * its allocations find the allocator ready.
+ * its allocations find the allocator ready.  (Both are made at load time
+ * as well, by constructors, so phase 2 does work only when malloc comes
+ * before them.)
  */
 #include "alloc_internal.h"
 #include "base/options.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 struct jp_alloc_globals jp__ag;
 _Atomic int jp__alloc_state;
+/* pthread_self() of the thread that starts the allocator. */
+static _Atomic uintptr_t starter;
 
 /*
  * Memcheck, not just any valgrind tool: only memcheck needs every block
@@ -43,6 +50,10 @@ void jp__alloc_init_slow(void)
 	if (atomic_compare_exchange_strong(&jp__alloc_state, &z, 1)) {
 		const struct jp_options *o = jp__options();
 		uintptr_t key;
+
+		/* relaxed: compared only with the reader's own identity. */
+		atomic_store_explicit(&starter, (uintptr_t)pthread_self(),
+				      memory_order_relaxed);
 
 		/* The statistics' elapsed time counts from here when a
 		 * preloaded malloc runs before the constructors. */
@@ -85,9 +96,35 @@ void jp__alloc_init_slow(void)
 		jp__fork_init();
 		return;
 	}
-	/* Phase 1 above allocates nothing, so this is another thread. */
-	while (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
-		jp_cpu_relax();
+	/* Phase 1 above allocates nothing, so this is another thread.  Spin
+	 * a little, then yield: the starter may share our CPU, or (under
+	 * valgrind) need the one thread that runs at a time. */
+	for (unsigned spins = 0;
+	     atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2; spins++) {
+		if (spins < 64)
+			jp_cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+/*
+ * For fork's prepare handler: a child must not inherit a start that
+ * another thread has begun, or its first allocation would wait forever
+ * for a thread it does not have.  So the forking thread finishes the
+ * start, or makes it, first.  Phase 1 takes no lock and phase 2 finds its
+ * work done at load time, so nothing here waits for the forking thread.
+ * A start that this very thread began (a fork from a signal handler that
+ * interrupted it) is left alone: waiting would never end.
+ */
+void jp__alloc_start_for_fork(void)
+{
+	int s = atomic_load_explicit(&jp__alloc_state, memory_order_acquire);
+
+	if (s == 2 || (s == 1 && atomic_load_explicit(&starter, memory_order_relaxed) ==
+				 (uintptr_t)pthread_self()))
+		return;
+	jp__alloc_init_slow();
 }
 
 /*

@@ -30,6 +30,8 @@
 
 extern _Atomic int jp__alloc_state;	/* 0 none, 1 running, 2 ready */
 void jp__alloc_init_slow(void);
+/* Start the allocator unless this thread is starting it (alloc_fork.c). */
+void jp__alloc_start_for_fork(void);
 
 /* Make sure the allocator is set up (every path that can be the first). */
 static inline void jp__alloc_ready(void)
@@ -400,7 +402,8 @@ static inline void *jp__huge_user(const struct jp_huge *h)
 
 /* ---- "alloc_fork.c" --------------------------------------------------- */
 
-/* Register the fork handlers (once, at start, when malloc works). */
+/* Register the fork handlers (once: at load, or at the start when
+ * malloc comes first). */
 void jp__fork_init(void);
 
 /* ---- "alloc_stats.c" -------------------------------------------------- */

@@ -25,6 +25,10 @@
  *   alloc-helper fork-nested-stress  $FORKS forks in a loop while a 100 us
  *                                timer's handler forks too, landing now
  *                                and then inside the loop's fork handlers
+ *   alloc-helper fork-at-start   two threads make the process's first
+ *                                allocations while the main thread forks
+ *                                20 times; each child allocates; prints
+ *                                "bad <children that failed>"
  * The check-* cases that must abort print "ptr=<the block>" on stderr
  * first, so that the test can compare the whole message.
  *   alloc-helper stats           a few allocations (JPSYNC_STATS at exit)
@@ -54,6 +58,7 @@
 #include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -200,14 +205,15 @@ static int check_realloc(void)
 
 /*
  * fork-nested.  The helper's own prepare handler is registered before the
- * allocator's (which the first jp_alloc registers), so it runs after it:
- * with every allocator lock held by the forking thread.  It raises a
+ * allocator's (see early_handlers), so it runs after it: with every
+ * allocator lock held by the forking thread.  It raises a
  * signal whose handler forks again (in a single-threaded process, where
  * glibc's own fork takes no lock).  Parent and both children must then
  * allocate: with one record of the locks taken, the nested prepare wiped
  * the outer one's and the outer parent handler released nothing.
  */
 static volatile sig_atomic_t nested_armed, nested_bad;
+static bool early_registered;	/* see early_handlers */
 
 static void exercise(void)
 {
@@ -261,11 +267,10 @@ static int fork_nested(void)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = nested_fork;
 	sigemptyset(&sa.sa_mask);
-	if (pthread_atfork(prepare_raises, NULL, NULL) != 0 ||
-	    sigaction(SIGUSR1, &sa, NULL) != 0)
+	if (!early_registered || sigaction(SIGUSR1, &sa, NULL) != 0)
 		return 2;
 	alarm(30);	/* a deadlock ends by SIGALRM */
-	exercise();	/* the allocator starts: its handlers come second */
+	exercise();
 	for (int r = 0; r < 20; r++) {
 		nested_armed = 1;
 		if (!fork_exercise())
@@ -302,6 +307,30 @@ static void mark_in_fork(void)
 	in_fork = 1;	/* registered first: runs after the allocator's */
 }
 
+/*
+ * The prepare handlers of fork-nested and fork-nested-stress must run
+ * after the allocator's, so they are registered before it.  The library
+ * registers its handlers when it is loaded (and the C library runs
+ * prepare handlers in the reverse order), so these are registered by the
+ * executable's preinit function, which the dynamic loader runs before any
+ * library's constructor.
+ */
+static void early_handlers(int argc, char **argv, char **envp)
+{
+	void (*prepare)(void) = NULL;
+
+	(void)envp;
+	if (argc > 1 && strcmp(argv[1], "fork-nested") == 0)
+		prepare = prepare_raises;
+	else if (argc > 1 && strcmp(argv[1], "fork-nested-stress") == 0)
+		prepare = mark_in_fork;
+	if (prepare != NULL)
+		early_registered = pthread_atfork(prepare, NULL, NULL) == 0;
+}
+
+__attribute__((section(".preinit_array"), used))
+static void (*const preinit_early_handlers)(int, char **, char **) = early_handlers;
+
 static void mark_out_of_fork(void)
 {
 	in_fork = 0;
@@ -323,8 +352,7 @@ static int fork_nested_stress(void)
 	sa.sa_handler = timer_fork;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (pthread_atfork(mark_in_fork, NULL, NULL) != 0 ||
-	    sigaction(SIGPROF, &sa, NULL) != 0)
+	if (!early_registered || sigaction(SIGPROF, &sa, NULL) != 0)
 		return 2;
 	exercise();	/* the allocator's handlers, then ours: */
 	if (pthread_atfork(NULL, mark_out_of_fork, mark_out_of_fork) != 0)
@@ -352,6 +380,58 @@ static int fork_nested_stress(void)
 	fprintf(stderr, "forks %d nested %d (inside a fork %d) bad %d/%d\n", forks,
 		(int)nest_forks, (int)nest_inside, bad, (int)nested_bad);
 	return bad == 0 && !nested_bad ? 0 : 1;
+}
+
+/* ---- fork-at-start ---------------------------------------------------- */
+
+/* The allocator starts while the main thread forks: the child must find
+ * it started (or not begun) and its locks free. */
+static _Atomic int start_go, start_stop;
+static void *start_blocks[2][64];	/* global: see test-alloc-fork's fork_blocks */
+
+static void *start_thread(void *arg)
+{
+	void **p = start_blocks[(uintptr_t)arg];
+
+	while (!atomic_load(&start_go))
+		;
+	while (!atomic_load(&start_stop)) {
+		for (int i = 0; i < 64; i++)
+			p[i] = jp_alloc((size_t)(16 + i * 40));
+		for (int i = 0; i < 64; i++)
+			jp_free(p[i]);
+	}
+	return NULL;
+}
+
+static int fork_at_start(void)
+{
+	pthread_t t[2];
+	int bad = 0;
+
+	for (uintptr_t i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, start_thread, (void *)i) != 0)
+			return 2;
+	atomic_store(&start_go, 1);	/* no jp_alloc in this process before */
+	for (int f = 0; f < 20; f++) {
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			alarm(10);	/* a deadlock ends by SIGALRM */
+			for (int i = 0; i < 100; i++)
+				jp_free(jp_alloc((size_t)(16 + i * 40)));
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0)
+			bad++;
+	}
+	atomic_store(&start_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	fprintf(stderr, "bad %d\n", bad);
+	return 0;
 }
 
 /* ---- stats-signal-own ------------------------------------------------ */
@@ -562,6 +642,8 @@ int main(int argc, char **argv)
 		return fork_nested();
 	if (strcmp(mode, "fork-nested-stress") == 0)
 		return fork_nested_stress();
+	if (strcmp(mode, "fork-at-start") == 0)
+		return fork_at_start();
 	if (strcmp(mode, "check-aligned") == 0)
 		return check_aligned();
 	if (strcmp(mode, "setenv-check") == 0) {

@@ -405,6 +405,32 @@ static void test_fork_nested_stress(void)
 		       res.sig, res.err);
 }
 
+/*
+ * fork() while other threads make the process's first allocations: each
+ * run of the helper is a new process, whose allocator starts (and, in
+ * 1.1, registered its fork handlers) under the forks.  A child then waited
+ * forever, in 1 process in 10, for a lock or a start that a thread it does
+ * not have held.
+ */
+static void test_fork_at_start(void)
+{
+	int runs = jp_test_on_valgrind() ? 2 : (int)jp_test_scaled(60, 20), failed = 0;
+
+	for (int r = 0; r < runs; r++) {
+		struct jp_child_result res;
+
+		run_helper("fork-at-start", NULL, NULL, &res);
+		if (!(res.exited && res.status == 0 && strcmp(res.err, "bad 0\n") == 0)) {
+			if (failed++ == 0)
+				printf("\n  run %d: exited %d status %d signal %d: %s\n", r,
+				       res.exited, res.status, res.sig, res.err);
+		}
+	}
+	CU_ASSERT_EQUAL(failed, 0);
+	if (failed != 0)
+		printf("  %d of %d runs had a child that failed\n", failed, runs);
+}
+
 static void test_dlopen_by_unlinked_program(void)
 {
 	char prog[4096], lib[4096];
@@ -425,6 +451,7 @@ static CU_TestInfo fork_tests[] = {
 	{ "fork from a signal handler inside another fork's prepare handler", test_fork_nested_in_prepare },
 	{ "stress: forks nested at random points of other forks", test_fork_nested_stress },
 	{ "stress: fork while 6 threads are inside the allocator", test_fork_threads_in_malloc },
+	{ "fork while other threads make the first allocations", test_fork_at_start },
 	{ "dlopen by a program not linked with libjpsync", test_dlopen_by_unlinked_program },
 	{ "fork() racing getline and fflush(NULL) in other threads: no deadlock", test_fork_stdio },
 	{ NULL, NULL },
