@@ -324,56 +324,36 @@ void jp__prof_free(void *p, struct jp_span *s)
 
 /* ---- the profile ---------------------------------------------------- */
 
-struct pout {
-	int fd;
-	size_t len;
-	char buf[2048];
-};
+/* A line of the profile is built with the library's one string builder
+ * (jp__str_add) and written whole: a stack line holds at most
+ * JP_STACK_MAX addresses of 19 bytes each, and its counts. */
+#define LINE_MAX_BYTES	(64 + JP_STACK_MAX * 20)
 
-static void pflush(struct pout *o)
-{
-	if (o->len > 0)
-		jp__os_write(o->fd, o->buf, o->len);
-	o->len = 0;
-}
-
-static void pstr(struct pout *o, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (o->len + n > sizeof o->buf)
-		pflush(o);
-	if (n > sizeof o->buf) {
-		jp__os_write(o->fd, s, n);
-		return;
-	}
-	memcpy(o->buf + o->len, s, n);
-	o->len += n;
-}
-
-static void pnum(struct pout *o, uint64_t v)
+static void add_num(char *line, size_t *len, uint64_t v)
 {
 	char num[24];
 
-	pstr(o, jp__fmt_u64(num, v));
+	jp__str_add(line, LINE_MAX_BYTES, len, jp__fmt_u64(num, v));
 }
 
-static void pcounts(struct pout *o, const struct stack_total *t)
+/* "inuse_n: inuse_b [alloc_n: alloc_b] @" */
+static void add_counts(char *line, size_t *len, const struct stack_total *t)
 {
-	pnum(o, t->inuse_n);
-	pstr(o, ": ");
-	pnum(o, t->inuse_b);
-	pstr(o, " [");
-	pnum(o, t->alloc_n);
-	pstr(o, ": ");
-	pnum(o, t->alloc_b);
-	pstr(o, "] @");
+	add_num(line, len, t->inuse_n);
+	jp__str_add(line, LINE_MAX_BYTES, len, ": ");
+	add_num(line, len, t->inuse_b);
+	jp__str_add(line, LINE_MAX_BYTES, len, " [");
+	add_num(line, len, t->alloc_n);
+	jp__str_add(line, LINE_MAX_BYTES, len, ": ");
+	add_num(line, len, t->alloc_b);
+	jp__str_add(line, LINE_MAX_BYTES, len, "] @");
 }
 
 /* The profile into fd; false when interrupted code holds the lock. */
 static bool write_profile(int fd, bool interrupted)
 {
-	struct pout o = { .fd = fd, .len = 0 };
+	char line[LINE_MAX_BYTES];
+	size_t len = 0;
 	struct stack_total t;
 
 	if (interrupted ? !jp__lock_for_fork(&jp__prof_lock) : (jp__lock(&jp__prof_lock), false))
@@ -387,11 +367,12 @@ static bool write_profile(int fd, bool interrupted)
 		t.alloc_n -= totals[0].alloc_n;
 		t.alloc_b -= totals[0].alloc_b;
 	}
-	pstr(&o, "heap profile: ");
-	pcounts(&o, &t);
-	pstr(&o, " heap_v2/");
-	pnum(&o, jp__ag.prof_rate);
-	pstr(&o, "\n");
+	jp__str_add(line, sizeof line, &len, "heap profile: ");
+	add_counts(line, &len, &t);
+	jp__str_add(line, sizeof line, &len, " heap_v2/");
+	add_num(line, &len, jp__ag.prof_rate);
+	jp__str_add(line, sizeof line, &len, "\n");
+	jp__os_write(fd, line, len);
 	for (uint32_t id = 1; totals != NULL && id < NSTACKS; id++) {
 		uintptr_t pcs[JP_STACK_MAX];
 		unsigned n;
@@ -402,16 +383,19 @@ static bool write_profile(int fd, bool interrupted)
 		n = jp__stack_depot_get(id, pcs, JP_STACK_MAX);
 		if (n == 0)
 			continue;
-		pcounts(&o, &totals[id]);
+		len = 0;
+		add_counts(line, &len, &totals[id]);
 		for (unsigned k = 0; k < n; k++) {
-			pstr(&o, " ");
-			pstr(&o, jp__fmt_hex(hex, pcs[k]));
+			jp__str_add(line, sizeof line, &len, " ");
+			jp__str_add(line, sizeof line, &len, jp__fmt_hex(hex, pcs[k]));
 		}
-		pstr(&o, "\n");
+		jp__str_add(line, sizeof line, &len, "\n");
+		jp__os_write(fd, line, len);
 	}
 	jp__unlock(&jp__prof_lock);
-	pstr(&o, "\nMAPPED_LIBRARIES:\n");
-	pflush(&o);
+	len = 0;
+	jp__str_add(line, sizeof line, &len, "\nMAPPED_LIBRARIES:\n");
+	jp__os_write(fd, line, len);
 	(void)jp__os_copy_file("/proc/self/maps", fd);
 	return true;
 }

@@ -44,6 +44,9 @@ exitprof=$1
 head -n 1 "$exitprof" | grep -q '^heap profile: .* @ heap_v2/16384$' ||
   bad "header: $(head -n 1 "$exitprof")"
 grep -q '^MAPPED_LIBRARIES:$' "$exitprof" || bad "no MAPPED_LIBRARIES section"
+# Text only: a NUL byte (a length miscounted) is not part of the format.
+[ "$(tr -d '\000' < "$exitprof" | wc -c)" -eq "$(wc -c < "$exitprof")" ] ||
+  bad "a NUL byte in the profile"
 "$pprof" --text "$prog" "$exitprof" > "$tmp/inuse" 2> "$tmp/err" ||
   { cat "$tmp/err"; fail "google-pprof --text failed"; }
 cat "$tmp/inuse"
