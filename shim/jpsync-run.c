@@ -273,45 +273,17 @@ static void release(char *module, char *preload)
 	free(preload);
 }
 
-/*
- * --stats[=VALUE]: what JPSYNC_STATS=VALUE means, checked by the library's
- * parser as it is: 1/yes/on/true and 0/no/off/false switch the table on and
- * off, a number other than those is refused, anything else is a file.  A
- * relative FILE is then named from here (the program may change directory
- * before it exits); a file named like a boolean or a number is written as
- * ./1, which stays a file name once made absolute.
- */
-static void set_stats(size_t i, const char *arg)
+/* --heap-profile=FILE, and --stats=FILE: checked as it is, then a
+ * relative FILE is named from here (the program may change directory
+ * before it exits). */
+static void set_file(size_t i, const char *arg)
 {
 	/* static: still reachable for a leak checker when set_option's usage
 	 * error exits (tests/fuzz/fuzz-options.c runs main() again and again) */
 	static char *value;
 	char cwd[PATH_MAX];
-	bool b;
 
-	if (arg == NULL || arg[0] == '\0' || arg[0] == '/' ||
-	    jp__parse_bool(arg, &b) == 0) {
-		set_option(i, arg == NULL ? "1" : arg);
-		return;
-	}
 	set_option(i, arg);	/* a usage error for what the library refuses */
-	if (getcwd(cwd, sizeof cwd) == NULL)
-		die(EXIT_INTERNAL, "cannot get the current directory: %s", strerror(errno));
-	free(value);
-	value = xconcat(cwd, strcmp(cwd, "/") == 0 ? "" : "/", arg);
-	set_option(i, value);
-	free(value);
-	value = NULL;
-}
-
-/* --heap-profile=FILE: checked as it is, then a relative FILE is named
- * from here, as --stats=FILE (the program may change directory). */
-static void set_file(size_t i, const char *arg)
-{
-	static char *value;	/* static: as in set_stats */
-	char cwd[PATH_MAX];
-
-	set_option(i, arg);
 	if (arg[0] == '/' || arg[0] == '\0')	/* "": none */
 		return;
 	if (getcwd(cwd, sizeof cwd) == NULL)
@@ -321,6 +293,23 @@ static void set_file(size_t i, const char *arg)
 	set_option(i, value);
 	free(value);
 	value = NULL;
+}
+
+/*
+ * --stats[=VALUE]: what JPSYNC_STATS=VALUE means, checked by the library's
+ * parser as it is: 1/yes/on/true and 0/no/off/false switch the table on and
+ * off, a number other than those is refused, anything else is a file, as
+ * set_file takes it; a file named like a boolean or a number is written as
+ * ./1, which stays a file name once made absolute.
+ */
+static void set_stats(size_t i, const char *arg)
+{
+	bool b;
+
+	if (arg == NULL || jp__parse_bool(arg, &b) == 0)
+		set_option(i, arg == NULL ? "1" : arg);
+	else
+		set_file(i, arg);
 }
 
 static bool is_file(const char *path)
