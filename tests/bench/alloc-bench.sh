@@ -5,7 +5,9 @@
 # once under every implementation, in an order rotated each repetition:
 # jpsync (LD_PRELOAD of the build tree's shim/.libs/libjpsync-preload.so),
 # glibc (nothing preloaded), jemalloc, mimalloc and tcmalloc (Debian's
-# libraries through LD_PRELOAD).  Then counts the instructions of one
+# libraries through LD_PRELOAD), and mimalloc3 and snmalloc (mimalloc 3.4
+# and snmalloc built from their sources by tests/bench/build-peers.sh into
+# $JPSYNC_BENCH_PEERS_DIR; skipped, with a note, without it).  Then counts the instructions of one
 # free+malloc pair of 64 bytes for each with valgrind --tool=callgrind
 # (tests/bench/alloc-pair at two N; the difference cancels start-up).
 #
@@ -14,7 +16,8 @@
 # when any run crashed, timed out or failed its check.
 #
 # Environment (besides the contract's JPSYNC_BENCH_REPS, _QUICK, _OUT):
-#   JPSYNC_BENCH_ALLOC_IMPLS      implementations to run (default: all five)
+#   JPSYNC_BENCH_ALLOC_IMPLS      implementations to run (default: all seven)
+#   JPSYNC_BENCH_PEERS_DIR        build-peers.sh's OUTDIR (mimalloc3, snmalloc)
 #   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: all eleven)
 #   JPSYNC_BENCH_ALLOC_THREADS    thread counts for every workload (default:
 #                                 1 2 8 64 300, quick 1 8, for the first six;
@@ -40,7 +43,8 @@ if [ "$quick" = 1 ]; then
 else
   def_threads="1 2 8 64 300"; few1="1 2"; few2="2 8"; def_scale=1; pair_n1=100000; pair_n2=1100000
 fi
-impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc}
+impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc mimalloc3 snmalloc}
+peers=${JPSYNC_BENCH_PEERS_DIR:-}
 workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc sized unsized xsizes falseshare shortmixed}
 
 # threads_for WORKLOAD: its thread counts.  The shapes of mimalloc-bench
@@ -99,11 +103,14 @@ for impl in $impls; do
     jemalloc) lib=$(find_lib libjemalloc.so.2 libjemalloc.so) ;;
     mimalloc) lib=$(find_lib libmimalloc.so.2 libmimalloc.so.2.0 libmimalloc.so) ;;
     tcmalloc) lib=$(find_lib libtcmalloc_minimal.so.4 libtcmalloc.so.4 libtcmalloc_minimal.so libtcmalloc.so) ;;
+    mimalloc3) lib=$peers/libmimalloc.so.3; [ -n "$peers" ] && [ -f "$lib" ] || lib= ;;
+    snmalloc) lib=$peers/libsnmallocshim.so; [ -n "$peers" ] && [ -f "$lib" ] || lib= ;;
     *) echo "alloc-bench.sh: unknown implementation '$impl'" >&2; exit 2 ;;
   esac
   if [ -z "$lib" ]; then
     case $impl in
       jpsync) msg="jpsync: preload module $jpsync_mod not built; jpsync not measured" ;;
+      mimalloc3|snmalloc) msg="$impl: not in JPSYNC_BENCH_PEERS_DIR='$peers' (tests/bench/build-peers.sh builds it from its sources); skipped" ;;
       *) msg="$impl: library not found in $libdirs (scripts/install-deps.sh --all installs it); skipped" ;;
     esac
     echo "$msg" >> "$notes"
@@ -204,6 +211,12 @@ else
   # operator delete (alloc-pair-cxx, when built).  A sized free that the
   # process lacks (glibc before 2.39: exit 3) is a note, not a failure.
   for impl in $active; do
+   # snmalloc 0.7 cannot start under valgrind ("Failed to initialise
+   # snmalloc": its address-space reservation), so it is not counted.
+   if [ "$impl" = snmalloc ]; then
+     echo "pair64-instructions: snmalloc does not start under valgrind; not counted" >> "$notes"
+     continue
+   fi
    for variant in pair64 pair64-sized pair64-delete pair64-sized-delete; do
     case $variant in
       pair64) vprog=$pairprog; vmode=free ;;
@@ -310,7 +323,7 @@ END {
     print s " " r " |"
   }
   # Peak RSS.
-  header("Peak RSS: median of " reps " runs, MiB (lower is better); ratio to the leanest of jemalloc, mimalloc, tcmalloc")
+  header("Peak RSS: median of " reps " runs, MiB (lower is better); ratio to the leanest of the other allocators (glibc aside)")
   for (x = 1; x <= ng; x++) {
     split(gorder[x], p, SUBSEP)
     if (p[1] ~ /^pair64/) continue
@@ -318,7 +331,7 @@ END {
     for (i = 1; i <= nim; i++) {
       im = imorder[i]; k = gorder[x] SUBSEP im; m = rmedian(k); med[im] = m
       s = s " " cell(k, m, 1024, "%.1f") " |"
-      if ((im == "jemalloc" || im == "mimalloc" || im == "tcmalloc") && m != "" && (best == "" || m < best)) { best = m; bestim = im }
+      if (im != "jpsync" && im != "glibc" && m != "" && (best == "" || m < best)) { best = m; bestim = im }
     }
     r = "-"
     if (med["jpsync"] != "" && best != "" && best > 0) r = sprintf("%.2f (%s)", med["jpsync"] / best, bestim)
