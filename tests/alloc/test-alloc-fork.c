@@ -506,6 +506,8 @@ int main(void)
 				   "qemu-user: fork while threads run aborts the emulator");
 		jp_test_unregister(fork_tests, test_fork_stdio,
 				   "qemu-user: fork while threads run aborts the emulator");
+		jp_test_unregister(fork_tests, test_fork_at_start,
+				   "qemu-user: fork while threads run aborts the emulator");
 	}
 	return jp_test_run(suites);
 }
