@@ -107,6 +107,9 @@ extern void (*jp__check_hook)(const struct jp_check_report *r);
 void *jp__check_alloc(size_t n, size_t align, bool zero);
 /* Check and free p (any pointer but NULL). */
 void jp__check_free(void *p);
+/* free_sized in check mode: size must be the size asked for (the last
+ * realloc's, calloc's product), or it is reported; then the block is freed. */
+void jp__check_free_sized(void *p, size_t size);
 /* p's requested size (what is the misuse's name if p is not a block). */
 size_t jp__check_usable(const void *p, const char *what);
 /* realloc of p (not NULL) to m > 0 bytes. */

@@ -19,6 +19,11 @@
  *                                free_here() (linked with -rdynamic, so
  *                                that check mode's report names them)
  *   alloc-helper check-foreign   a free of a stack address
+ *   alloc-helper check-free-sized  jp_free_sized of a block of 100 bytes
+ *                                with 101 (-small: 99; -huge: 300000 bytes
+ *                                freed with 299999)
+ *   alloc-helper check-free-sized-ok  every way of asking for a block,
+ *                                freed with the size asked (must pass)
  *   alloc-helper fork-nested     a signal handler forks while a fork's
  *                                prepare handlers hold the allocator's
  *                                locks; then parent and children allocate
@@ -104,6 +109,50 @@ static int check_ok(void)
 	if (p[0] == NULL || (uintptr_t)p[0] % 256 != 0)
 		return 1;
 	jp_free(p[0]);
+	return 0;
+}
+
+/* check-free-sized-ok: a block freed with the size it was asked for,
+ * whichever call asked: check mode must say nothing. */
+static int check_free_sized_ok(void)
+{
+	static const size_t sizes[] = { 0, 1, 15, 16, 17, 100, 1000, 4096, 65536,
+					(256 << 10) - 48, 256 << 10, 300000, 5 << 20 };
+	size_t n = sizeof sizes / sizeof sizes[0];
+	void *p;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t sz = sizes[i];
+
+		jp_free_sized(jp_alloc(sz), sz);
+		jp_free_sized(jp_calloc(sz, 3), sz * 3);
+		jp_free_sized(jp_calloc(3, sz), 3 * sz);
+		jp_free_sized(jp_reallocarray(NULL, 5, sz), 5 * sz);
+		jp_free_sized(jp_alloc_aligned(64, sz), sz);
+		jp_free_sized(jp_alloc_aligned(8192, sz), sz);
+		if (jp_posix_memalign(&p, 4096, sz) != 0)
+			return 1;
+		jp_free_sized(p, sz);
+		/* realloc from and to every size: in place or moved, the
+		 * size to free is the last one asked for */
+		for (size_t j = 0; j < n; j++) {
+			if (sizes[j] == 0)
+				continue;
+			p = jp_alloc(sz);
+			p = jp_realloc(p, sizes[j]);
+			if (p == NULL)
+				return 1;
+			jp_free_sized(p, sizes[j]);
+			if (sizes[j] < 2)
+				continue;	/* to 0 bytes: freed */
+			p = jp_alloc(sizes[j]);
+			p = jp_reallocarray(p, 2, sizes[j] / 2);
+			if (p == NULL)
+				return 1;
+			jp_free_sized(p, 2 * (sizes[j] / 2));
+		}
+	}
+	jp_free_sized(NULL, 12);
 	return 0;
 }
 
@@ -709,6 +758,20 @@ int main(int argc, char **argv)
 		jp_free_sized(p, 101);	/* the bug */
 		return 0;
 	}
+	if (strcmp(mode, "check-free-sized-small") == 0) {
+		/* smaller than asked: within the block, and the fast path's
+		 * test (size <= the block's) lets it through by default */
+		p = noted(jp_alloc(100));
+		jp_free_sized(p, 99);	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-free-sized-huge") == 0) {
+		p = noted(jp_alloc(300000));
+		jp_free_sized(p, 299999);	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-free-sized-ok") == 0)
+		return check_free_sized_ok();
 	if (strcmp(mode, "check-foreign") == 0) {
 		char local[16];
 

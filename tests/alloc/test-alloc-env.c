@@ -152,12 +152,40 @@ static void test_check_foreign_free(void)
 	expect_check_abort("check-foreign", "invalid free", "");
 }
 
-/* A size above the request but within the block: free_sized in check
- * mode compares it with the request. */
+/* A size other than the request, within the block, above or below it:
+ * free_sized in check mode compares it with the request, and names the
+ * allocation's site. */
 static void test_check_free_sized(void)
 {
-	expect_check_abort("check-free-sized",
-			   "invalid free_sized (size larger than the block)", "");
+	struct jp_child_result res;
+
+	expect_check_abort("check-free-sized", "invalid free_sized",
+			   " (100 bytes) (size passed: 101)");
+	expect_check_abort("check-free-sized-small", "invalid free_sized",
+			   " (100 bytes) (size passed: 99)");
+	expect_check_abort("check-free-sized-huge", "invalid free_sized",
+			   " (300000 bytes) (size passed: 299999)");
+	/* and the allocation's site: the helper's main */
+	run_helper("check-free-sized-small", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, ")\n  allocated at:\n    #0 main+0x"));
+	if (strstr(res.err, ")\n  allocated at:\n    #0 main+0x") == NULL)
+		printf("\n%s\n", res.err);
+}
+
+/* The size asked for, by every call that asks, never reported. */
+static void test_check_free_sized_ok(void)
+{
+	struct jp_child_result res;
+
+	run_helper("check-free-sized-ok", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
+	if (!(res.exited && res.status == 0) || res.err[0] != '\0')
+		printf("\nexit %d: %s\n", res.status, res.err);
+	/* and the default mode agrees */
+	run_helper("check-free-sized-ok", NULL, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
 }
 
 /* The file's bytes (at most size - 1, NUL-terminated) and then the file
@@ -457,7 +485,8 @@ static CU_TestInfo env_tests[] = {
 	{ "JPSYNC_CHECK=1: a double free names where it was allocated and first freed",
 	  test_check_double_free_sites },
 	{ "JPSYNC_CHECK=1: foreign free", test_check_foreign_free },
-	{ "JPSYNC_CHECK=1: free_sized above the requested size", test_check_free_sized },
+	{ "JPSYNC_CHECK=1: free_sized with a size other than the request", test_check_free_sized },
+	{ "JPSYNC_CHECK=1: free_sized with the size asked, by every call", test_check_free_sized_ok },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "stats: in use, peak and given back exact, huge blocks freed", test_stats_exact },
 	{ "JPSYNC_STATS_SIGNAL: a table per signal; the program's handler wins", test_stats_signal },

@@ -251,6 +251,7 @@ struct misuse {
 #define DF		"double free"
 #define INV		"invalid free"
 #define INVS		"invalid free_sized (size larger than the block)"
+#define INVSC		"invalid free_sized"	/* check mode: any other size */
 
 static const struct misuse table[] = {
 	{ "1-byte underflow, small block (64 B)", underflow_small, M, C(UND), false },
@@ -268,8 +269,8 @@ static const struct misuse table[] = {
 	{ "free of an interior pointer", free_interior, C(INV), C(INV), false },
 	{ "free of a static", free_static, C(INV), C(INV), false },
 	{ "free of a stack address", free_stack, C(INV), C(INV), false },
-	{ "free_sized with a larger size", free_sized_larger, C(INVS), C(INVS), false },
-	{ "free_sized with a smaller size", free_sized_smaller, M, M, false },
+	{ "free_sized with a larger size", free_sized_larger, C(INVS), C(INVSC), false },
+	{ "free_sized with a smaller size", free_sized_smaller, M, C(INVSC), false },
 	{ "realloc of a freed block", realloc_freed, C(DF), C(DF), false },
 };
 
