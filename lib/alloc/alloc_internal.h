@@ -393,8 +393,20 @@ struct jp_huge *jp__huge_of(const void *p);	/* NULL if not a huge block */
 /* Resize in place or by moving pages; NULL: the caller copies. */
 void *jp__huge_realloc(struct jp_huge *h, size_t size);
 size_t jp__huge_trim(void);	/* empties the huge cache */
-/* Was p a huge block that was freed lately (check mode's quarantine)? */
-bool jp__huge_freed(const void *p);
+/* A huge block freed lately, kept inaccessible (check mode's quarantine). */
+struct jp_huge_freed {
+	const void *user;	/* the pointer the program had */
+	size_t req;		/* its requested size */
+	uint32_t alloc_site, free_site;	/* stack ids (base/stack.h) */
+};
+/* Was p a huge block that was freed lately?  Its record into *f (may be
+ * NULL). */
+bool jp__huge_freed(const void *p, struct jp_huge_freed *f);
+/* Does address a lie in the mapping of a huge block freed lately?  Without
+ * a lock, for a signal handler (racy reads: a record being replaced may be
+ * missed, never misread as another's, as the range is read first and
+ * checked again last). */
+bool jp__huge_freed_at(uintptr_t a, struct jp_huge_freed *f);
 /* Freed huge blocks check mode could not make inaccessible (the stats). */
 uint64_t jp__huge_unprotected(void);
 

@@ -22,6 +22,13 @@
  *   alloc-helper check-free-sized  jp_free_sized of a block of 100 bytes
  *                                with 101 (-small: 99; -huge: 300000 bytes
  *                                freed with 299999)
+ *   alloc-helper check-uaf-huge  a write into a freed block of 300000 bytes
+ *                                (at byte 5000: its second page)
+ *   alloc-helper check-double-huge  a double free of a block of 300000 bytes
+ *   alloc-helper check-wild      a huge block freed, then a write to an
+ *                                address never mapped: a plain SIGSEGV
+ *   alloc-helper check-wild-own  the same, with the program's own SIGSEGV
+ *                                handler installed first: it runs (exit 3)
  *   alloc-helper check-free-sized-ok  every way of asking for a block,
  *                                freed with the size asked (must pass)
  *   alloc-helper fork-nested     a signal handler forks while a fork's
@@ -647,6 +654,17 @@ static int stats_exact(void)
 	return exact_bad;
 }
 
+/* check-wild: an address nothing is mapped at (volatile: the compiler
+ * knows nothing of it). */
+static int *volatile wild = (int *)16;
+
+static void own_segv(int sig)
+{
+	(void)sig;
+	write(2, "own handler\n", 12);
+	_exit(3);
+}
+
 static void *noted(void *p)
 {
 	fprintf(stderr, "ptr=%p\n", p);
@@ -768,6 +786,37 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "check-free-sized-huge") == 0) {
 		p = noted(jp_alloc(300000));
 		jp_free_sized(p, 299999);	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-uaf-huge") == 0) {
+		p = noted(jp_alloc(300000));
+		jp_free(p);
+		((volatile unsigned char *)p)[5000] = 1;	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-double-huge") == 0) {
+		p = noted(alloc_here(300000));
+		free_here(p);
+		jp_free(p);		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-wild") == 0) {
+		/* check mode's fault handler is installed by now; a fault
+		 * outside its quarantine is the program's own crash */
+		jp_free(jp_alloc(300000));
+		*wild = 1;		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-wild-own") == 0) {
+		/* the program's handler, installed first, still gets its
+		 * own faults */
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = own_segv;
+		sigaction(SIGSEGV, &sa, NULL);
+		jp_free(jp_alloc(300000));
+		*wild = 1;		/* the bug */
 		return 0;
 	}
 	if (strcmp(mode, "check-free-sized-ok") == 0)
