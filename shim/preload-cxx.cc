@@ -178,8 +178,10 @@ SHIM_EXPORT void *operator new[](size_t size, std::align_val_t al,
 	return new_aligned_impl(size, al, true);
 }
 
-/* Aligned deletes ignore the size: an over-aligned block may sit in a larger
- * class than the size alone names. */
+/* Aligned deletes: the size is no class hint (an over-aligned block may sit
+ * in a larger class than the size alone names), but jp_free_sized only
+ * compares it with the block (which is at least that big), and check mode
+ * with the size new was given. */
 SHIM_EXPORT void operator delete(void *ptr, std::align_val_t) noexcept
 {
 	jp_free(ptr);
@@ -190,14 +192,14 @@ SHIM_EXPORT void operator delete[](void *ptr, std::align_val_t) noexcept
 	jp_free(ptr);
 }
 
-SHIM_EXPORT void operator delete(void *ptr, size_t, std::align_val_t) noexcept
+SHIM_EXPORT void operator delete(void *ptr, size_t size, std::align_val_t) noexcept
 {
-	jp_free(ptr);
+	jp_free_sized(ptr, size);
 }
 
-SHIM_EXPORT void operator delete[](void *ptr, size_t, std::align_val_t) noexcept
+SHIM_EXPORT void operator delete[](void *ptr, size_t size, std::align_val_t) noexcept
 {
-	jp_free(ptr);
+	jp_free_sized(ptr, size);
 }
 
 SHIM_EXPORT void operator delete(void *ptr, std::align_val_t,

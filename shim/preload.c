@@ -258,10 +258,11 @@ void free_sized(void *ptr, size_t size)
 void free_aligned_sized(void *ptr, size_t alignment, size_t size)
 {
 	/* An over-aligned block may sit in a larger class than size alone
-	 * names, so the size is no hint here: plain free. */
+	 * names, so the size is no class hint; jp_free_sized only compares
+	 * it with the block (at least that big), and in check mode with the
+	 * size asked for, as for free_sized. */
 	(void)alignment;
-	(void)size;
-	jp_free(ptr);
+	jp_free_sized(ptr, size);
 }
 
 /* ---- the heap's figures, in glibc's shapes ------------------------------

@@ -365,6 +365,16 @@ JP_EXPORT size_t jp_usable_size(const void *ptr)
 
 static JP_NOINLINE void free_sized_generic(void *ptr, size_t size)
 {
+	/* Check mode knows the size asked for, and any other is misuse, a
+	 * smaller one too (check.c); free's errno rule holds as for free. */
+	if (jp__ag.check && ptr != NULL) {
+		int saved = errno;
+
+		tsan_put(ptr);
+		jp__check_free_sized(ptr, size);
+		errno = saved;
+		return;
+	}
 	if (ptr != NULL && size > usable(ptr, "invalid free"))
 		jp__die_ptr("invalid free_sized (size larger than the block)", ptr);
 	free_generic(ptr);

@@ -6,10 +6,11 @@
  * Calls go one way:
  *
  *   alloc.c (public API, fast paths), alloc_init.c (start-up)
- *     -> check.c (JPSYNC_CHECK)
+ *     -> check.c (JPSYNC_CHECK; check_fault.c, its fault handler)
  *     -> tcache.c (thread caches)
  *     -> central.c (shared per-class lists, transfer chains)
- *     -> segment.c, huge.c (where memory comes from)
+ *     -> segment.c, huge.c (where memory comes from; quarantine.c, check
+ *        mode's freed huge blocks)
  *     -> os.c
  *
  * with sizeclass.c and lock.c as leaves anyone may call, alloc_fork.c
@@ -107,6 +108,12 @@ extern void (*jp__check_hook)(const struct jp_check_report *r);
 void *jp__check_alloc(size_t n, size_t align, bool zero);
 /* Check and free p (any pointer but NULL). */
 void jp__check_free(void *p);
+/* free_sized in check mode: size must be the size asked for (the last
+ * realloc's, calloc's product), or it is reported; then the block is freed. */
+void jp__check_free_sized(void *p, size_t size);
+/* check_fault.c: install, once, the handler that names an access to a
+ * quarantined huge block (at the first huge free). */
+void jp__check_fault_install(void);
 /* p's requested size (what is the misuse's name if p is not a block). */
 size_t jp__check_usable(const void *p, const char *what);
 /* realloc of p (not NULL) to m > 0 bytes. */
@@ -390,8 +397,23 @@ struct jp_huge *jp__huge_of(const void *p);	/* NULL if not a huge block */
 /* Resize in place or by moving pages; NULL: the caller copies. */
 void *jp__huge_realloc(struct jp_huge *h, size_t size);
 size_t jp__huge_trim(void);	/* empties the huge cache */
-/* Was p a huge block that was freed lately (check mode's quarantine)? */
-bool jp__huge_freed(const void *p);
+/* ---- "quarantine.c" (check mode's freed huge blocks) ---- */
+/* Huge block h, freed, its header still readable, is kept inaccessible. */
+void jp__huge_quarantine(struct jp_huge *h);
+/* A huge block freed lately, kept inaccessible (check mode's quarantine). */
+struct jp_huge_freed {
+	const void *user;	/* the pointer the program had */
+	size_t req;		/* its requested size */
+	uint32_t alloc_site, free_site;	/* stack ids (base/stack.h) */
+};
+/* Was p a huge block that was freed lately?  Its record into *f (may be
+ * NULL). */
+bool jp__huge_freed(const void *p, struct jp_huge_freed *f);
+/* Does address a lie in the mapping of a huge block freed lately?  Without
+ * a lock, for a signal handler (racy reads: a record being replaced may be
+ * missed, never misread as another's, as the range is read first and
+ * checked again last). */
+bool jp__huge_freed_at(uintptr_t a, struct jp_huge_freed *f);
 /* Freed huge blocks check mode could not make inaccessible (the stats). */
 uint64_t jp__huge_unprotected(void);
 

@@ -231,6 +231,7 @@ struct jp_huge {
 	size_t usable;
 	size_t req;		/* the requested size (check mode) */
 	uint32_t alloc_site;	/* its allocation's stack id (check mode) */
+	uint32_t free_site;	/* its free's, set just before (check mode) */
 	uint8_t sampled;	/* in the heap profile (prof.c) */
 	size_t dirty;		/* bytes from base that may be resident: the
 				 * huge cache sheds no pages when it hands a

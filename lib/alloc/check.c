@@ -398,7 +398,12 @@ static struct jp_huge *huge_find(const void *p, const char *what)
 	long long first, last;
 
 	if (hg == NULL) {
-		report(jp__huge_freed(p) ? "double free" : what, p, SIZE_MAX, 1, 0);
+		struct jp_huge_freed f;
+
+		if (jp__huge_freed(p, &f))
+			report_at("double free", p, f.req, 1, 0, f.alloc_site, f.free_site);
+		else
+			report(what, p, SIZE_MAX, 1, 0);
 		return NULL;
 	}
 	if (damaged(huge_pre(hg), u, CHECK_CANARY, u, &first, &last)) {
@@ -411,6 +416,14 @@ static struct jp_huge *huge_find(const void *p, const char *what)
 		return NULL;
 	}
 	return hg;
+}
+
+/* Free live huge block hg, its free's site kept in the quarantine. */
+static void huge_free(struct jp_huge *hg)
+{
+	jp__check_fault_install();
+	hg->free_site = site_here();
+	jp__huge_free(hg);
 }
 
 /* ---- the entry points (alloc.c) ------------------------------------------- */
@@ -467,7 +480,45 @@ void jp__check_free(void *p)
 	if (blk != NULL)
 		small_free(blk, s);
 	else if (hg != NULL)
-		jp__huge_free(hg);
+		huge_free(hg);
+}
+
+/*
+ * free_sized (and free_aligned_sized, a sized delete): C23 asks for the
+ * size the block was allocated with, and check mode knows it exactly, so
+ * any other, smaller as well as larger, is reported with the allocation's
+ * site: "invalid free_sized of <p> (<n> bytes) (size passed: <size>)".
+ */
+void jp__check_free_sized(void *p, size_t size)
+{
+	struct jp_span *s;
+	struct jp_huge *hg;
+	unsigned char *blk;
+	size_t n = 0, len = 0;
+	uint32_t a = 0;
+	char note[48], num[24];
+
+	blk = find(p, "invalid free", &s, &hg, &n);
+	if (blk == NULL && hg == NULL)
+		return;		/* reported (a hook took it) */
+	if (size != n) {
+		if (blk != NULL)
+			(void)live_site(blk, &a);	/* find checked it */
+		else
+			a = hg->alloc_site;
+		note[0] = '\0';
+		jp__str_add(note, sizeof note, &len, "size passed: ");
+		jp__str_add(note, sizeof note, &len, jp__fmt_u64(num, size));
+		if (jp__check_hook != NULL) {
+			report("invalid free_sized", p, n, 1, 0);
+			return;		/* the block is left alone (leaked) */
+		}
+		jp__die_block_at("invalid free_sized", p, n, 1, 0, note, a, 0);
+	}
+	if (blk != NULL)
+		small_free(blk, s);
+	else
+		huge_free(hg);
 }
 
 size_t jp__check_usable(const void *p, const char *what)
@@ -517,6 +568,6 @@ void *jp__check_realloc(void *p, size_t m)
 	if (blk != NULL)
 		small_free(blk, s);
 	else
-		jp__huge_free(hg);
+		huge_free(hg);
 	return q;
 }

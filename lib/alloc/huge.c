@@ -350,83 +350,6 @@ struct jp_huge *jp__huge_of(const void *p)
 	return h;
 }
 
-/* ---- check mode's quarantine -------------------------------------------
- *
- * With JPSYNC_CHECK a freed huge mapping is not unmapped at once: it is made
- * inaccessible (its pages go back), so that a write after free faults where
- * it happens instead of landing in a later mapping, and a second free of it
- * is known to be a double free.  The oldest of HQ_N goes when a new one
- * comes (address space only: the pages are gone).
- *
- * The mmap that makes it inaccessible can fail: past vm.max_map_count (it
- * may have to split a mapping the block shares with its neighbours, and mmap
- * refuses any call once the count is over the limit) or out of kernel
- * memory.  Then the block's pages go back with madvise, which never adds a
- * mapping, and it enters the ring all the same: its addresses stay ours, so
- * nothing is handed out there and a second free is still a double free; only
- * an access after free no longer faults (it reads zeros).  That weaker check
- * is counted (jp__huge_unprotected, in the JPSYNC_STATS table) and said once
- * on stderr; free's caller keeps its errno (alloc.c).
- */
-#define HQ_N	64
-static struct {
-	void *base;
-	size_t size;
-	const void *user;
-} hq[HQ_N];				/* a ring (huge lock) */
-static unsigned hq_next;
-static _Atomic uint64_t hq_unprotected;
-
-static void unprotected(void *base, size_t size)
-{
-	static atomic_flag said = ATOMIC_FLAG_INIT;
-
-	jp__os_decommit(base, size);
-	/* relaxed: a statistic. */
-	atomic_fetch_add_explicit(&hq_unprotected, 1, memory_order_relaxed);
-	if (!atomic_flag_test_and_set_explicit(&said, memory_order_relaxed))
-		jp__os_puts(2, "jpsync: check mode: cannot make a freed block inaccessible "
-			    "(mmap failed: the map-count limit, vm.max_map_count, or out of "
-			    "memory); freed blocks above 256 KiB are still never reused while "
-			    "quarantined, but an access after free no longer faults\n");
-}
-
-uint64_t jp__huge_unprotected(void)
-{
-	return atomic_load_explicit(&hq_unprotected, memory_order_relaxed);
-}
-
-static void quarantine(void *base, size_t size, const void *user)
-{
-	void *old_base;
-	size_t old_size;
-
-	if (jp__os_protect_none(base, size) != 0)
-		unprotected(base, size);
-	jp__mapped_sub(size);
-	jp__lock(&jp__huge_lock);
-	old_base = hq[hq_next].base;
-	old_size = hq[hq_next].size;
-	hq[hq_next].base = base;
-	hq[hq_next].size = size;
-	hq[hq_next].user = user;
-	hq_next = (hq_next + 1) % HQ_N;
-	jp__unlock(&jp__huge_lock);
-	if (old_base != NULL)
-		jp__os_unmap(old_base, old_size);
-}
-
-bool jp__huge_freed(const void *p)
-{
-	bool found = false;
-
-	jp__lock(&jp__huge_lock);
-	for (unsigned i = 0; i < HQ_N && !found; i++)
-		found = hq[i].base != NULL && hq[i].user == p;
-	jp__unlock(&jp__huge_lock);
-	return found;
-}
-
 void jp__huge_free(struct jp_huge *h)
 {
 	void *base = h->base;
@@ -438,7 +361,7 @@ void jp__huge_free(struct jp_huge *h)
 	h->magic = 0;
 	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
 	if (jp__ag.check) {
-		quarantine(base, total, jp__huge_user(h));
+		jp__huge_quarantine(h);
 		return;
 	}
 	if (cacheable && hcache_put(base, total, res))

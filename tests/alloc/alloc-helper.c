@@ -19,6 +19,18 @@
  *                                free_here() (linked with -rdynamic, so
  *                                that check mode's report names them)
  *   alloc-helper check-foreign   a free of a stack address
+ *   alloc-helper check-free-sized  jp_free_sized of a block of 100 bytes
+ *                                with 101 (-small: 99; -huge: 300000 bytes
+ *                                freed with 299999)
+ *   alloc-helper check-uaf-huge  a write into a freed block of 300000 bytes
+ *                                (at byte 5000: its second page)
+ *   alloc-helper check-double-huge  a double free of a block of 300000 bytes
+ *   alloc-helper check-wild      a huge block freed, then a write to an
+ *                                address never mapped: a plain SIGSEGV
+ *   alloc-helper check-wild-own  the same, with the program's own SIGSEGV
+ *                                handler installed first: it runs (exit 3)
+ *   alloc-helper check-free-sized-ok  every way of asking for a block,
+ *                                freed with the size asked (must pass)
  *   alloc-helper fork-nested     a signal handler forks while a fork's
  *                                prepare handlers hold the allocator's
  *                                locks; then parent and children allocate
@@ -104,6 +116,50 @@ static int check_ok(void)
 	if (p[0] == NULL || (uintptr_t)p[0] % 256 != 0)
 		return 1;
 	jp_free(p[0]);
+	return 0;
+}
+
+/* check-free-sized-ok: a block freed with the size it was asked for,
+ * whichever call asked: check mode must say nothing. */
+static int check_free_sized_ok(void)
+{
+	static const size_t sizes[] = { 0, 1, 15, 16, 17, 100, 1000, 4096, 65536,
+					(256 << 10) - 48, 256 << 10, 300000, 5 << 20 };
+	size_t n = sizeof sizes / sizeof sizes[0];
+	void *p;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t sz = sizes[i];
+
+		jp_free_sized(jp_alloc(sz), sz);
+		jp_free_sized(jp_calloc(sz, 3), sz * 3);
+		jp_free_sized(jp_calloc(3, sz), 3 * sz);
+		jp_free_sized(jp_reallocarray(NULL, 5, sz), 5 * sz);
+		jp_free_sized(jp_alloc_aligned(64, sz), sz);
+		jp_free_sized(jp_alloc_aligned(8192, sz), sz);
+		if (jp_posix_memalign(&p, 4096, sz) != 0)
+			return 1;
+		jp_free_sized(p, sz);
+		/* realloc from and to every size: in place or moved, the
+		 * size to free is the last one asked for */
+		for (size_t j = 0; j < n; j++) {
+			if (sizes[j] == 0)
+				continue;
+			p = jp_alloc(sz);
+			p = jp_realloc(p, sizes[j]);
+			if (p == NULL)
+				return 1;
+			jp_free_sized(p, sizes[j]);
+			if (sizes[j] < 2)
+				continue;	/* to 0 bytes: freed */
+			p = jp_alloc(sizes[j]);
+			p = jp_reallocarray(p, 2, sizes[j] / 2);
+			if (p == NULL)
+				return 1;
+			jp_free_sized(p, 2 * (sizes[j] / 2));
+		}
+	}
+	jp_free_sized(NULL, 12);
 	return 0;
 }
 
@@ -598,6 +654,17 @@ static int stats_exact(void)
 	return exact_bad;
 }
 
+/* check-wild: an address nothing is mapped at (volatile: the compiler
+ * knows nothing of it). */
+static int *volatile wild = (int *)16;
+
+static void own_segv(int sig)
+{
+	(void)sig;
+	write(2, "own handler\n", 12);
+	_exit(3);
+}
+
 static void *noted(void *p)
 {
 	fprintf(stderr, "ptr=%p\n", p);
@@ -709,6 +776,51 @@ int main(int argc, char **argv)
 		jp_free_sized(p, 101);	/* the bug */
 		return 0;
 	}
+	if (strcmp(mode, "check-free-sized-small") == 0) {
+		/* smaller than asked: within the block, and the fast path's
+		 * test (size <= the block's) lets it through by default */
+		p = noted(jp_alloc(100));
+		jp_free_sized(p, 99);	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-free-sized-huge") == 0) {
+		p = noted(jp_alloc(300000));
+		jp_free_sized(p, 299999);	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-uaf-huge") == 0) {
+		p = noted(jp_alloc(300000));
+		jp_free(p);
+		((volatile unsigned char *)p)[5000] = 1;	/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-double-huge") == 0) {
+		p = noted(alloc_here(300000));
+		free_here(p);
+		jp_free(p);		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-wild") == 0) {
+		/* check mode's fault handler is installed by now; a fault
+		 * outside its quarantine is the program's own crash */
+		jp_free(jp_alloc(300000));
+		*wild = 1;		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-wild-own") == 0) {
+		/* the program's handler, installed first, still gets its
+		 * own faults */
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = own_segv;
+		sigaction(SIGSEGV, &sa, NULL);
+		jp_free(jp_alloc(300000));
+		*wild = 1;		/* the bug */
+		return 0;
+	}
+	if (strcmp(mode, "check-free-sized-ok") == 0)
+		return check_free_sized_ok();
 	if (strcmp(mode, "check-foreign") == 0) {
 		char local[16];
 

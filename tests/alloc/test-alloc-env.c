@@ -152,12 +152,87 @@ static void test_check_foreign_free(void)
 	expect_check_abort("check-foreign", "invalid free", "");
 }
 
-/* A size above the request but within the block: free_sized in check
- * mode compares it with the request. */
+/* A size other than the request, within the block, above or below it:
+ * free_sized in check mode compares it with the request, and names the
+ * allocation's site. */
 static void test_check_free_sized(void)
 {
-	expect_check_abort("check-free-sized",
-			   "invalid free_sized (size larger than the block)", "");
+	struct jp_child_result res;
+
+	expect_check_abort("check-free-sized", "invalid free_sized",
+			   " (100 bytes) (size passed: 101)");
+	expect_check_abort("check-free-sized-small", "invalid free_sized",
+			   " (100 bytes) (size passed: 99)");
+	expect_check_abort("check-free-sized-huge", "invalid free_sized",
+			   " (300000 bytes) (size passed: 299999)");
+	/* and the allocation's site: the helper's main */
+	run_helper("check-free-sized-small", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT_PTR_NOT_NULL(strstr(res.err, ")\n  allocated at:\n    #0 main+0x"));
+	if (strstr(res.err, ")\n  allocated at:\n    #0 main+0x") == NULL)
+		printf("\n%s\n", res.err);
+}
+
+/*
+ * A freed huge block stays inaccessible for a while: a write into it faults,
+ * and check mode's handler names the block, the byte, and where it was
+ * allocated and freed.  A fault elsewhere is the program's own: a plain
+ * SIGSEGV, no message.  A double free of it names both sites too.
+ */
+static void test_check_uaf_huge(void)
+{
+	struct jp_child_result res;
+	const char *a, *f;
+
+	expect_check_abort("check-uaf-huge", "use after free",
+			   " (300000 bytes) (access at byte 5000)");
+	run_helper("check-uaf-huge", "JPSYNC_CHECK=1", NULL, &res);
+	a = strstr(res.err, ")\n  allocated at:\n    #0 main+0x");
+	f = strstr(res.err, "\n  freed at:\n    #0 main+0x");
+	CU_ASSERT(a != NULL && f != NULL && a < f);
+	if (a == NULL || f == NULL)
+		printf("\n%s\n", res.err);
+
+	run_helper("check-wild", "JPSYNC_CHECK=1", NULL, &res);
+	if (jp_test_sanitized()) {
+		/* the sanitizer's handler was there first: its report and
+		 * exit are the program's own crash, never ours */
+		CU_ASSERT(!(res.exited && res.status == 0));
+		CU_ASSERT_PTR_NULL(strstr(res.err, "jpsync:"));
+	} else {
+		CU_ASSERT(res.signaled && res.sig == SIGSEGV);
+		CU_ASSERT_EQUAL(res.err[0], '\0');
+		if (!(res.signaled && res.sig == SIGSEGV) || res.err[0] != '\0')
+			printf("\nwanted a plain SIGSEGV, got signal %d: %s\n",
+			       res.sig, res.err);
+	}
+
+	run_helper("check-wild-own", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 3);
+	CU_ASSERT_STRING_EQUAL(res.err, "own handler\n");
+
+	expect_check_abort("check-double-huge", "double free", " (300000 bytes)");
+	run_helper("check-double-huge", "JPSYNC_CHECK=1", NULL, &res);
+	a = strstr(res.err, ")\n  allocated at:\n    #0 alloc_here+0x");
+	f = strstr(res.err, "\n  first freed at:\n    #0 free_here+0x");
+	CU_ASSERT(a != NULL && f != NULL && a < f);
+	if (a == NULL || f == NULL)
+		printf("\n%s\n", res.err);
+}
+
+/* The size asked for, by every call that asks, never reported. */
+static void test_check_free_sized_ok(void)
+{
+	struct jp_child_result res;
+
+	run_helper("check-free-sized-ok", "JPSYNC_CHECK=1", NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
+	if (!(res.exited && res.status == 0) || res.err[0] != '\0')
+		printf("\nexit %d: %s\n", res.status, res.err);
+	/* and the default mode agrees */
+	run_helper("check-free-sized-ok", NULL, NULL, &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	CU_ASSERT_EQUAL(res.err[0], '\0');
 }
 
 /* The file's bytes (at most size - 1, NUL-terminated) and then the file
@@ -457,7 +532,9 @@ static CU_TestInfo env_tests[] = {
 	{ "JPSYNC_CHECK=1: a double free names where it was allocated and first freed",
 	  test_check_double_free_sites },
 	{ "JPSYNC_CHECK=1: foreign free", test_check_foreign_free },
-	{ "JPSYNC_CHECK=1: free_sized above the requested size", test_check_free_sized },
+	{ "JPSYNC_CHECK=1: free_sized with a size other than the request", test_check_free_sized },
+	{ "JPSYNC_CHECK=1: free_sized with the size asked, by every call", test_check_free_sized_ok },
+	{ "JPSYNC_CHECK=1: use after free of a huge block, a wild write", test_check_uaf_huge },
 	{ "JPSYNC_STATS=1 and =path print at exit", test_stats_at_exit },
 	{ "stats: in use, peak and given back exact, huge blocks freed", test_stats_exact },
 	{ "JPSYNC_STATS_SIGNAL: a table per signal; the program's handler wins", test_stats_signal },

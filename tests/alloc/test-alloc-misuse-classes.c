@@ -249,8 +249,10 @@ struct misuse {
 #define UND		"underflow before the start"
 #define OVF		"overflow past the end"
 #define DF		"double free"
+#define UAF		"use after free"
 #define INV		"invalid free"
 #define INVS		"invalid free_sized (size larger than the block)"
+#define INVSC		"invalid free_sized"	/* check mode: any other size */
 
 static const struct misuse table[] = {
 	{ "1-byte underflow, small block (64 B)", underflow_small, M, C(UND), false },
@@ -260,16 +262,16 @@ static const struct misuse table[] = {
 	{ "32-byte overflow by memcpy, medium block", overflow_memcpy_medium, M, C(OVF), false },
 	{ "32-byte overflow of a 1 MiB block", overflow_large, F, C(OVF), false },
 	{ "write after free, small block", write_after_free_small, C(WIF), C(WAF), false },
-	{ "write after free, 1 MiB block", write_after_free_large, M, F, false },
-	{ "zero-fill after free, 1 MiB block", zero_fill_after_free_large, M, F, false },
-	{ "write through a freed 1 MiB block after its reuse", use_after_reuse_large, M, F, false },
+	{ "write after free, 1 MiB block", write_after_free_large, M, C(UAF), false },
+	{ "zero-fill after free, 1 MiB block", zero_fill_after_free_large, M, C(UAF), false },
+	{ "write through a freed 1 MiB block after its reuse", use_after_reuse_large, M, C(UAF), false },
 	{ "double free, immediate", double_free, C(DF), C(DF), false },
 	{ "double free, after other frees", double_free_later, C(DF), C(DF), false },
 	{ "free of an interior pointer", free_interior, C(INV), C(INV), false },
 	{ "free of a static", free_static, C(INV), C(INV), false },
 	{ "free of a stack address", free_stack, C(INV), C(INV), false },
-	{ "free_sized with a larger size", free_sized_larger, C(INVS), C(INVS), false },
-	{ "free_sized with a smaller size", free_sized_smaller, M, M, false },
+	{ "free_sized with a larger size", free_sized_larger, C(INVS), C(INVSC), false },
+	{ "free_sized with a smaller size", free_sized_smaller, M, C(INVSC), false },
 	{ "realloc of a freed block", realloc_freed, C(DF), C(DF), false },
 };
 

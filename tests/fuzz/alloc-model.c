@@ -413,8 +413,10 @@ static void do_free(struct fa_table *t, unsigned i, enum fa_kind k, struct fz *f
 	errno = FA_ERRNO_MARK;
 	switch (k) {
 	case K_FREE_SIZED:
-		/* the size asked, or any size up to the usable size */
-		sz = how < 128 ? s->size : s->usable == 0 ? 0 : how % (s->usable + 1);
+		/* the size asked, or any size up to the usable size (not in
+		 * check mode, which holds a program to the size asked) */
+		sz = how < 128 || t->check_mode ? s->size :
+		     s->usable == 0 ? 0 : how % (s->usable + 1);
 		if (shim)
 			jpshim_free_sized(s->p, sz);
 		else

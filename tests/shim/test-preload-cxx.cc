@@ -92,7 +92,11 @@ static void give_up_handler()
  */
 static bool sized_delete_misuse_dies(size_t asked, size_t told)
 {
-	static const char want[] = "jpsync: invalid free_sized (size larger than the block) of 0x";
+	/* Check mode knows the size asked for, and names any other. */
+	const char *c = std::getenv("JPSYNC_CHECK");
+	const char *want = c != nullptr && std::strcmp(c, "1") == 0 ?
+		"jpsync: invalid free_sized of 0x" :
+		"jpsync: invalid free_sized (size larger than the block) of 0x";
 	char buf[512];
 	size_t len = 0;
 	ssize_t r;
@@ -121,7 +125,7 @@ static bool sized_delete_misuse_dies(size_t asked, size_t told)
 	if (waitpid(pid, &st, 0) != pid)
 		return false;
 	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
-	       std::strncmp(buf, want, sizeof want - 1) == 0;
+	       std::strncmp(buf, want, std::strlen(want)) == 0;
 }
 
 int main()
@@ -239,7 +243,11 @@ int main()
 	CHECK(sized_delete_misuse_dies(100, 4096), "sized delete of 4096 for new(100)");
 	CHECK(sized_delete_misuse_dies(3000, 40000), "sized delete of 40000 for new(3000)");
 	if (const char *c = std::getenv("JPSYNC_CHECK"); c != nullptr && std::strcmp(c, "1") == 0)
+	{
 		CHECK(sized_delete_misuse_dies(100, 101), "check mode: sized delete of 101 for new(100)");
+		CHECK(sized_delete_misuse_dies(100, 99), "check mode: sized delete of 99 for new(100)");
+		CHECK(sized_delete_misuse_dies(300000, 1000), "check mode: sized delete of 1000 for new(300000)");
+	}
 
 	/* The standard library on top: containers, smart pointers. */
 	std::unordered_map<std::string, std::vector<int>> m;
