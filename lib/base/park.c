@@ -36,6 +36,8 @@ bool jp__park_may_spin(void)
 	return v == 2;
 }
 
+_Atomic unsigned long jp__park_sleeps;
+
 int jp__park_wait(const _Atomic uint32_t *word, uint32_t seen,
 		  const struct timespec *deadline)
 {
@@ -49,6 +51,8 @@ int jp__park_wait(const _Atomic uint32_t *word, uint32_t seen,
 	 * deadline: if the word moved meanwhile the kernel says so (EAGAIN)
 	 * and we return 0, so no wake-up is lost and none is invented.
 	 */
+	/* relaxed: a count for tests, ordered with nothing. */
+	atomic_fetch_add_explicit(&jp__park_sleeps, 1, memory_order_relaxed);
 	do
 		r = jp__futex_wait(word, seen, deadline);
 	while (r == EINTR);

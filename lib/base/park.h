@@ -108,6 +108,14 @@ bool jp__park_may_spin(void);
 int jp__park_wait(const _Atomic uint32_t *word, uint32_t seen,
 		  const struct timespec *deadline);
 
+/*
+ * How many times jp__park_wait has gone to the kernel to sleep, in the whole
+ * process (relaxed, counted on the slow path only): a white-box count for
+ * the tests that check a blocked caller sleeps rather than spins
+ * (tests/queue/test-queue-park.c).  Not exported.
+ */
+extern _Atomic unsigned long jp__park_sleeps;
+
 /* Wake at most n sleepers of word (INT_MAX: all); returns how many woke. */
 int jp__park_wake(const _Atomic uint32_t *word, int n);
 

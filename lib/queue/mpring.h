@@ -24,6 +24,37 @@
  * bit, see queue_internal.h), copies, and publishes with a release store of
  * seq; a consumer reads seq with acquire, so the copy into the slot happened
  * before its copy out.
+ *
+ * Parking behind a started slot.  A caller blocks on the slot that its next
+ * position needs: a consumer of head h on slot h & mask until its producer
+ * publishes it (seq_full(h)), a producer of tail t on slot t & mask until
+ * the consumer of t - capacity frees it (seq_free(t)).  That slot may be
+ * claimed by a thread that has not finished (a copy in flight, a started
+ * in-place slot, a preempted thread): the indices then say "not empty"
+ * or "not full" and yet nothing can be moved.  Such a caller parks on the
+ * queue's channel like one that finds the queue empty or full, and the
+ * store that finishes the slot (publish(), release_slot()) is what wakes
+ * it.  The window to close, with the waiter W and the finishing thread F:
+ *
+ *     W: re-checks the slot: not finished      F: stores the slot's seq
+ *                                              F: reads the waiter count: 0
+ *     W: registers, sleeps                     (nobody to wake: W sleeps on)
+ *
+ * and its mirror, the one a CPU produces by itself: F's store waits in its
+ * store buffer while F's later load of the count runs ahead, so F reads 0
+ * before W registers while W's re-check still reads the old seq.  Closed
+ * with park.h's pairing, the same as for empty and full: W registers
+ * (seq_cst RMW) BEFORE it reads the channel word and re-checks (seq_cst
+ * loads of head or tail and of the slot's seq); F stores the slot's seq,
+ * then a fence, then loads the count (finished()).  The slot's store stays
+ * a plain release store and the fence is queue_internal.h's asymmetric
+ * one: a compiler barrier on F's side, membarrier(2) on W's (jp__qwait's
+ * asym, true for both directions here), or seq_cst fences on both where
+ * membarrier is missing.  Either W's re-check sees the finished slot and W
+ * does not sleep, or F sees the registration and wakes W.  The re-check
+ * reads the index again after the slot: another caller of the same side
+ * may have taken the position meanwhile (mpmc), and W must then try again
+ * rather than sleep on a slot that is no longer its own.
  */
 #ifndef JP_MPRING_H
 #define JP_MPRING_H
@@ -190,6 +221,18 @@ static inline void publish(struct jp__mpring *q, uint64_t pos)
 }
 
 /*
+ * After a slot's finishing store (publish() or release_slot(), plain
+ * release stores): the fast half of the asymmetric fence, then the waker's
+ * half of park.h's pairing on c (see the opening comment).  When nobody
+ * waits: a compiler barrier and one load of a line nobody writes.
+ */
+static inline void finished(struct jp__park_chan *c)
+{
+	jp__q_fast_fence();
+	jp__park_chan_wake_fenced(c);
+}
+
+/*
  * The one-element calls in two halves, around the copy: the start claims
  * a position and fills *slot; publish() (push) or release_slot() and
  * popped() (pop) give it to the other side.  try_push/try_pop copy in
@@ -225,7 +268,7 @@ MPRING_INLINE int mpring_try_push(struct jp__mpring *q, const void *elem)
 		return r;
 	jp__qcopy(s.elem, elem, q->esize);
 	publish(q, s.pos);
-	jp__park_chan_wake(&q->not_empty);
+	finished(&q->not_empty);
 	return 0;
 }
 
@@ -247,7 +290,7 @@ MPRING_INLINE size_t mpring_push_bulk(struct jp__mpring *q, const void *elems, s
 		memcpy(slot_data(q, pos + i), (const unsigned char *)elems + i * q->esize, q->esize);
 		publish(q, pos + i);
 	}
-	jp__park_chan_wake(&q->not_empty);
+	finished(&q->not_empty);
 	return k;
 }
 
@@ -310,15 +353,17 @@ static inline void release_slot(struct jp__mpring *q, uint64_t pos)
 static void popped_single(struct jp__mpring *q, uint64_t pos, size_t k)
 {
 	atomic_store_explicit(&q->head, pos + k, memory_order_release);
-	jp__q_fast_fence();
-	jp__park_chan_wake_fenced(&q->not_full);
+	finished(&q->not_full);
 }
 
-/* After a pop of k positions from pos: wake a producer waiting for room. */
+/*
+ * After a pop of k positions from pos, their slots freed: wake a producer
+ * waiting for room, or for one of these slots (the opening comment).
+ */
 MPRING_INLINE void popped(struct jp__mpring *q, uint64_t pos, size_t k, const bool mc)
 {
 	if (mc)
-		jp__park_chan_wake(&q->not_full);	/* after the seq_cst CAS of head */
+		finished(&q->not_full);	/* after release_slot()'s store */
 	else
 		popped_single(q, pos, k);
 }
@@ -376,44 +421,59 @@ MPRING_INLINE size_t mpring_pop_bulk(struct jp__mpring *q, void *elems, size_t n
 	return k;
 }
 
-/* The re-checks of a parking caller: seq_cst loads (queue_internal.h). */
+/*
+ * The re-checks of a parking caller, seq_cst loads after its registration
+ * and the slow fence (the opening comment): true when the slot the caller
+ * needs is not finished and the index still points at it, so that only a
+ * finishing store (which wakes the channel) or a close (which bumps it)
+ * can let the caller on.
+ */
 static inline bool push_may_sleep(const void *qv)
 {
 	struct jp__mpring *q = (struct jp__mpring *)qv;
 	uint64_t t = atomic_load(&q->tail);
-	uint64_t h = atomic_load(&q->head);
 
-	return !(t & JP__Q_CLOSED) && t - h > q->mask;
+	if (t & JP__Q_CLOSED)
+		return false;
+	if (atomic_load(slot_seq(q, t)) == seq_free(q, t))
+		return false;		/* room: try again */
+	return atomic_load(&q->tail) == t;
 }
 
 static inline bool pop_may_sleep(const void *qv)
 {
 	struct jp__mpring *q = (struct jp__mpring *)qv;
-	uint64_t t = atomic_load(&q->tail);
 	uint64_t h = atomic_load(&q->head);
+	uint64_t t;
 
-	return !(t & JP__Q_CLOSED) && t == h;
+	if (atomic_load(slot_seq(q, h)) == seq_full(q, h))
+		return false;		/* published: try again */
+	t = atomic_load(&q->tail);
+	if ((t & JP__Q_CLOSED) && JP__Q_POS(t) == h)
+		return false;		/* closed and drained: EPIPE */
+	return atomic_load(&q->head) == h;
 }
 
 /*
  * The blocking calls: try_op(q, arg) (a queue's try_push, try_pop or slot
  * start, through a void * wrapper) until it does not return EAGAIN, parked
- * on not_full or not_empty.  A single consumer publishes head with a plain
- * store (popped()), so a producer waiting for room re-checks after the
- * asymmetric fence (jp__qwait's asym).
+ * on not_full or not_empty.  The wakers finish slots with plain release
+ * stores (finished()), so both directions re-check after the asymmetric
+ * fence (jp__qwait's asym).
  */
 MPRING_INLINE int mpring_wait_push(void *q, jp__qtry_fn try_op, void *arg,
 				   const struct timespec *deadline, const bool mc)
 {
+	(void)mc;
 	return jp__qwait(q, offsetof(struct jp__mpring, not_full), try_op, push_may_sleep,
-			 arg, deadline, !mc);
+			 arg, deadline, true);
 }
 
 MPRING_INLINE int mpring_wait_pop(void *q, jp__qtry_fn try_op, void *arg,
 				  const struct timespec *deadline)
 {
 	return jp__qwait(q, offsetof(struct jp__mpring, not_empty), try_op, pop_may_sleep,
-			 arg, deadline, false);
+			 arg, deadline, true);
 }
 
 /* The finishes' check that a slot is as its start left it: a second
@@ -434,7 +494,7 @@ static inline bool slot_started(const struct jp__mpring *q, const jp_queue_slot_
 MPRING_INLINE void mpring_push_finish(struct jp__mpring *q, const jp_queue_slot_t *slot)
 {
 	publish(q, slot->pos);
-	jp__park_chan_wake(&q->not_empty);
+	finished(&q->not_empty);
 }
 
 MPRING_INLINE void mpring_pop_finish(struct jp__mpring *q, const jp_queue_slot_t *slot,

@@ -15,8 +15,10 @@
  * Parking.  A blocked caller spins a little, then sleeps on a channel of
  * park.h (a futex word "seq", an event counter, and a count of registered
  * waiters), by the parking protocol written there: the waiter registers,
- * reads seq, re-checks the indices, sleeps; the waker publishes (an RMW or
- * store on tail/head, seq_cst or fenced), reads the count and, when it is
+ * reads seq, re-checks the indices (and the slot it waits for: a caller
+ * behind a slot another thread has claimed and not finished sleeps too,
+ * see mpring.h for that window), sleeps; the waker publishes (an RMW or
+ * store on tail/head or on a slot, seq_cst or fenced), reads the count and, when it is
  * not 0, takes every registration and wakes every sleeper, who register
  * again if they still have to wait.  So while a woken thread is on its
  * way, later operations see no waiter and make no system call: one wake-up
@@ -101,10 +103,13 @@ typedef bool (*jp__qsleep_fn)(const void *q);
 /*
  * Block until try_op(q, elem) returns something other than EAGAIN, the
  * deadline passes (ETIMEDOUT) or the deadline is malformed (EINVAL).
- * may_sleep(q) re-checks the indices with seq_cst loads and says whether
- * nothing can change without a wake-up on c (false when the queue is closed
- * or an operation is in flight).  asym: the wakers publish with plain
- * stores (SPSC), so the re-check follows jp__q_slow_fence().
+ * may_sleep(q) re-checks the indices (and, for the multi-producer rings,
+ * the slot the caller needs: mpring.h) with seq_cst loads and says whether
+ * nothing can change without a wake-up on c (false when the queue is
+ * closed, or the caller could go on).  A slot another caller has claimed
+ * and not finished is a reason to sleep: its finish wakes c.  asym: the
+ * wakers publish with plain stores (SPSC, and the slots of mpring.h), so
+ * the re-check follows jp__q_slow_fence().
  */
 int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
 	       jp__qsleep_fn may_sleep, void *elem,

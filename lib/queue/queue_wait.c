@@ -52,17 +52,15 @@ int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
 			r = try_op(q, elem);
 			return r == EAGAIN ? ETIMEDOUT : r;
 		}
-		if (!sleep) {
-			/*
-			 * Another caller has claimed a slot and not yet
-			 * finished copying: it will, without telling us, so
-			 * give it the CPU rather than sleep.
-			 */
-			if (jp__deadline_passed(deadline)) {
-				r = try_op(q, elem);
-				return r == EAGAIN ? ETIMEDOUT : r;
-			}
-			sched_yield();
+		/*
+		 * Not asleep: the re-check saw room, an element, a close or
+		 * an index that moved (a slot claimed and not yet finished
+		 * is a reason to sleep: its finish wakes us, mpring.h).
+		 * The spin above tries again; it does not look at the clock.
+		 */
+		if (!sleep && jp__deadline_passed(deadline)) {
+			r = try_op(q, elem);
+			return r == EAGAIN ? ETIMEDOUT : r;
 		}
 	}
 }
