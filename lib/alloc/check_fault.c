@@ -46,8 +46,14 @@ static void fault(int sig, siginfo_t *si, void *uc)
 		size_t len = 0;
 
 		note[0] = '\0';
+#if defined(__s390__) || defined(__s390x__)
+		/* s390 reports the page of a fault, not its byte. */
+		jp__str_add(note, sizeof note, &len, "access in the page from byte ");
+		jp__str_add(note, sizeof note, &len, at < 0 ? "-" : "");
+#else
 		jp__str_add(note, sizeof note, &len, at < 0 ? "access at byte -" :
 							 "access at byte ");
+#endif
 		jp__str_add(note, sizeof note, &len,
 			    jp__fmt_u64(num, at < 0 ? (uint64_t)-at : (uint64_t)at));
 		jp__die_block_at("use after free", f.user, f.req, 1, 0, note,

@@ -31,9 +31,9 @@
  *                                handler installed first: it runs (exit 3)
  *   alloc-helper check-free-sized-ok  every way of asking for a block,
  *                                freed with the size asked (must pass)
- *   alloc-helper fork-nested     a signal handler forks while a fork's
- *                                prepare handlers hold the allocator's
- *                                locks; then parent and children allocate
+ *   alloc-helper fork-nested     a signal handler forks inside a fork's
+ *                                prepare handler (before the allocator's);
+ *                                then parent and children allocate
  *   alloc-helper fork-nested-stress  $FORKS forks in a loop while a 100 us
  *                                timer's handler forks too, landing now
  *                                and then inside the loop's fork handlers
@@ -260,16 +260,17 @@ static int check_realloc(void)
 }
 
 /*
- * fork-nested.  The helper's own prepare handler is registered before the
- * allocator's (see early_handlers), so it runs after it: with every
- * allocator lock held by the forking thread.  It raises a
- * signal whose handler forks again (in a single-threaded process, where
- * glibc's own fork takes no lock).  Parent and both children must then
- * allocate: with one record of the locks taken, the nested prepare wiped
- * the outer one's and the outer parent handler released nothing.
+ * fork-nested.  The helper's own prepare handler is registered after the
+ * allocator's (which the library registers when it is loaded), so it runs
+ * before it: the nested fork comes before the allocator takes its locks.
+ * (A fork nested inside the allocator's locks is fork-nested-stress's: its
+ * timer's signal is delivered as fork returns, after every prepare
+ * handler.  Registering this one first, from the executable's preinit
+ * function, crashed at start on s390x.)  It raises a signal whose
+ * handler forks again (in a single-threaded process, where glibc's own
+ * fork takes no lock).  Parent and both children must then allocate.
  */
 static volatile sig_atomic_t nested_armed, nested_bad;
-static bool early_registered;	/* see early_handlers */
 
 static void exercise(void)
 {
@@ -323,7 +324,8 @@ static int fork_nested(void)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = nested_fork;
 	sigemptyset(&sa.sa_mask);
-	if (!early_registered || sigaction(SIGUSR1, &sa, NULL) != 0)
+	if (pthread_atfork(prepare_raises, NULL, NULL) != 0 ||
+	    sigaction(SIGUSR1, &sa, NULL) != 0)
 		return 2;
 	alarm(30);	/* a deadlock ends by SIGALRM */
 	exercise();
@@ -360,32 +362,9 @@ static void timer_fork(int sig)
 
 static void mark_in_fork(void)
 {
-	in_fork = 1;	/* registered first: runs after the allocator's */
+	in_fork = 1;	/* registered after the allocator's: runs before it */
 }
 
-/*
- * The prepare handlers of fork-nested and fork-nested-stress must run
- * after the allocator's, so they are registered before it.  The library
- * registers its handlers when it is loaded (and the C library runs
- * prepare handlers in the reverse order), so these are registered by the
- * executable's preinit function, which the dynamic loader runs before any
- * library's constructor.
- */
-static void early_handlers(int argc, char **argv, char **envp)
-{
-	void (*prepare)(void) = NULL;
-
-	(void)envp;
-	if (argc > 1 && strcmp(argv[1], "fork-nested") == 0)
-		prepare = prepare_raises;
-	else if (argc > 1 && strcmp(argv[1], "fork-nested-stress") == 0)
-		prepare = mark_in_fork;
-	if (prepare != NULL)
-		early_registered = pthread_atfork(prepare, NULL, NULL) == 0;
-}
-
-__attribute__((section(".preinit_array"), used))
-static void (*const preinit_early_handlers)(int, char **, char **) = early_handlers;
 
 static void mark_out_of_fork(void)
 {
@@ -408,7 +387,8 @@ static int fork_nested_stress(void)
 	sa.sa_handler = timer_fork;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (!early_registered || sigaction(SIGPROF, &sa, NULL) != 0)
+	if (pthread_atfork(mark_in_fork, NULL, NULL) != 0 ||
+	    sigaction(SIGPROF, &sa, NULL) != 0)
 		return 2;
 	exercise();	/* the allocator's handlers, then ours: */
 	if (pthread_atfork(NULL, mark_out_of_fork, mark_out_of_fork) != 0)

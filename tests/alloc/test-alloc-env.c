@@ -183,8 +183,25 @@ static void test_check_uaf_huge(void)
 	struct jp_child_result res;
 	const char *a, *f;
 
+#if defined(__s390__) || defined(__s390x__)
+	{
+		/* s390 reports the page of a fault, not its byte
+		 * (check_fault.c): the write at byte 5000 is in the page
+		 * that starts at the first page boundary past the block's
+		 * byte 4096 - (its offset in its page). */
+		char rest[80];
+		void *p = NULL;
+
+		run_helper("check-uaf-huge", "JPSYNC_CHECK=1", NULL, &res);
+		CU_ASSERT_FATAL(sscanf(res.err, "ptr=%p", &p) == 1);
+		snprintf(rest, sizeof rest, " (300000 bytes) (access in the page from byte %lld)",
+			 (long long)((((uintptr_t)p + 5000) & ~(uintptr_t)4095) - (uintptr_t)p));
+		expect_check_abort("check-uaf-huge", "use after free", rest);
+	}
+#else
 	expect_check_abort("check-uaf-huge", "use after free",
 			   " (300000 bytes) (access at byte 5000)");
+#endif
 	run_helper("check-uaf-huge", "JPSYNC_CHECK=1", NULL, &res);
 	a = strstr(res.err, ")\n  allocated at:\n    #0 main+0x");
 	f = strstr(res.err, "\n  freed at:\n    #0 main+0x");
