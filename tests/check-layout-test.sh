@@ -2,7 +2,7 @@
 # check-layout-test.sh - tests/check-layout.sh fails where it should: on a
 # copy of lib/ it passes, then fails on each forbidden edit (base including
 # a part, one part including another, a climb with "../", a stray file in
-# lib/), and passes again once the edit is undone.
+# lib/, a file over 600 lines), and passes again once the edit is undone.
 set -u
 : "${top_srcdir:=.}"
 chk="$top_srcdir/tests/check-layout.sh"
@@ -25,6 +25,13 @@ try "base including sync" base/os.c '#include "sync/sync.h"'
 try "alloc including queue" alloc/huge.c '#include "queue/queue_internal.h"'
 try "mem including a header of sync by its bare name" mem/pool.c '#include "sync.h"'
 try "a climb out of the folder" queue/spsc.c '#include "../base/os.h"'
+cp "$tmp/lib/mem/arena.c" "$tmp/saved"
+awk 'BEGIN { for (i = 0; i < 601; i++) print "/* a line */" }' >> "$tmp/lib/mem/arena.c"
+if run; then echo "FAIL: a file of over 600 lines in lib/ passed the check"; fail=1
+elif ! grep -q "^FAIL: lib/mem/arena.c: .* lines, over the 600" "$tmp/out"; then
+  echo "FAIL: a long file failed without naming it:"; cat "$tmp/out"; fail=1
+else echo "ok: a file of over 600 lines in lib/ is refused"; fi
+cp "$tmp/saved" "$tmp/lib/mem/arena.c"
 touch "$tmp/lib/stray.c"
 if run; then echo "FAIL: a file lying in lib/ passed the check"; fail=1
 else echo "ok: a file lying in lib/ is refused"; fi

@@ -12,6 +12,9 @@
 # rule is checked on calls: an object of one folder uses no jp__ function
 # defined in another, except base's and those of an edge.
 #
+# Sizes: no source file under lib/ over 600 lines, none under tests/ over
+# 800 (a file a reader can hold in mind; a longer one is split by concern).
+#
 # TREE (default $top_srcdir) is the source tree to check;
 # tests/check-layout-test.sh runs this on a copy with a forbidden include
 # and expects it to fail.
@@ -100,5 +103,18 @@ else
   echo "note: no objects under ${objs:-(none)}/lib/base/.libs: calls not checked"
 fi
 
-[ $fail -eq 0 ] && echo "ok: lib/ holds $parts, and each includes only what the layout allows"
+# 4. Sizes.
+for top in lib:600 tests:800; do
+  d=${top%%:*} max=${top#*:}
+  [ -d "$tree/$d" ] || continue
+  find "$tree/$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) |
+    while read -r f; do
+      n=$(wc -l < "$f")
+      [ "$n" -le "$max" ] || echo "FAIL: ${f#"$tree"/}: $n lines, over the $max a source file under $d/ may have"
+    done > "${TMPDIR:-/tmp}/layout-size.$$"
+  if [ -s "${TMPDIR:-/tmp}/layout-size.$$" ]; then cat "${TMPDIR:-/tmp}/layout-size.$$"; fail=1; fi
+  rm -f "${TMPDIR:-/tmp}/layout-size.$$"
+done
+
+[ $fail -eq 0 ] && echo "ok: lib/ holds $parts, each includes only what the layout allows, and no file is over its size"
 exit $fail
