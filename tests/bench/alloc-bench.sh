@@ -2,7 +2,9 @@
 # alloc-bench.sh - the allocator benchmark driver (contract: doc/benchmarks.md).
 #
 # For each repetition, workload and thread count, runs tests/bench/alloc-bench
-# once under every implementation, in an order rotated each repetition:
+# (tests/bench/alloc-pc for the producer/consumer workloads pc-*, C++ new
+# and delete of messages handed between threads) once under every
+# implementation, in an order rotated each repetition:
 # jpsync (LD_PRELOAD of the build tree's shim/.libs/libjpsync-preload.so),
 # glibc (nothing preloaded), jemalloc, mimalloc and tcmalloc (Debian's
 # libraries through LD_PRELOAD), and mimalloc3 and snmalloc (mimalloc 3.4
@@ -18,8 +20,10 @@
 # Environment (besides the contract's JPSYNC_BENCH_REPS, _QUICK, _OUT):
 #   JPSYNC_BENCH_ALLOC_IMPLS      implementations to run (default: all seven)
 #   JPSYNC_BENCH_PEERS_DIR        build-peers.sh's OUTDIR (mimalloc3, snmalloc)
-#   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: all eleven)
-#   JPSYNC_BENCH_ALLOC_THREADS    thread counts for every workload (default:
+#   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: alloc-bench's eleven and
+#                                 the six pc-QUEUE-PtoC of alloc-pc)
+#   JPSYNC_BENCH_ALLOC_THREADS    thread counts for every workload but pc-*,
+#                                 whose shape sets P + C threads (default:
 #                                 1 2 8 64 300, quick 1 8, for the first six;
 #                                 1 2 (quick 1) for sized, unsized, shortmixed;
 #                                 2 8 (quick 2) for xsizes, falseshare)
@@ -36,6 +40,7 @@ quick=${JPSYNC_BENCH_QUICK:-0}
 out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
 prog=$top_builddir/tests/bench/alloc-bench
 pairprog=$top_builddir/tests/bench/alloc-pair
+pcprog=$top_builddir/tests/bench/alloc-pc	# the pc-* workloads (C++)
 
 case $reps in ''|*[!0-9]*|0) echo "alloc-bench.sh: bad JPSYNC_BENCH_REPS '$reps'" >&2; exit 2;; esac
 if [ "$quick" = 1 ]; then
@@ -45,12 +50,16 @@ else
 fi
 impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc mimalloc3 snmalloc}
 peers=${JPSYNC_BENCH_PEERS_DIR:-}
-workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc sized unsized xsizes falseshare shortmixed}
+pc_workloads="pc-deque-2to2 pc-deque-1to4 pc-deque-4to1 pc-mpmc-2to2 pc-mpmc-1to4 pc-mpmc-4to1"
+workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc sized unsized xsizes falseshare shortmixed $pc_workloads}
 
 # threads_for WORKLOAD: its thread counts.  The shapes of mimalloc-bench
 # run at a few counts around the 2 cores of the machine, which keeps
 # the driver's time near what it was with the first six alone.
 threads_for() {
+  case $1 in  # a producer/consumer shape names its threads: P + C
+    pc-*to*) _pc=${1##*-}; echo $(( ${_pc%to*} + ${_pc#*to} )); return ;;
+  esac
   if [ -n "${JPSYNC_BENCH_ALLOC_THREADS:-}" ]; then
     echo "$JPSYNC_BENCH_ALLOC_THREADS"; return
   fi
@@ -71,6 +80,18 @@ mkdir -p "$out" || exit 2
 csv=$out/alloc-bench.csv
 notes=$out/alloc-bench.notes
 : > "$notes"
+if [ ! -x "$pcprog" ]; then
+  # Built only where configure found a C++ compiler.
+  _wl=
+  for wl in $workloads; do
+    case $wl in pc-*) ;; *) _wl="$_wl $wl" ;; esac
+  done
+  [ "$_wl" = " $(echo $workloads)" ] || {
+    echo "$pcprog not built (no C++ compiler): the pc-* workloads skipped" >> "$notes"
+    echo "note: $pcprog not built: the pc-* workloads skipped" >&2
+  }
+  workloads=$_wl
+fi
 echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -165,7 +186,8 @@ while [ $rep -le "$reps" ]; do
     for thr in $(threads_for "$wl"); do
       echo "alloc-bench: repetition $rep/$reps: $wl, $thr threads" >&2
       for impl in $(rotate $((rep - 1)) $active); do
-        line=$(run_env "$impl" timeout "$run_timeout" "$prog" -w "$wl" -t "$thr" -s "$scale" 2>"$tmp/err")
+        case $wl in pc-*) p=$pcprog ;; *) p=$prog ;; esac
+        line=$(run_env "$impl" timeout "$run_timeout" "$p" -w "$wl" -t "$thr" -s "$scale" 2>"$tmp/err")
         rc=$?
         val=$(printf '%s\n' "$line" | sed -n 's/.* ops_per_sec=\([0-9.]*\).*/\1/p')
         rss=$(printf '%s\n' "$line" | sed -n 's/.* peak_rss_kb=\([0-9]*\).*/\1/p')

@@ -4,7 +4,8 @@
 # line and passes its own pattern check (sized and unsized name the object
 # their operator delete came from); a bad option is refused; and the
 # driver, in quick mode on glibc alone, writes the contract's CSV header and
-# one valid row per run, and prints the median table.  Speed is not checked
+# one valid row per run, and prints the median table.  alloc-pc's
+# producer/consumer workloads run too, where C++ is built.  Speed is not checked
 # here (doc/benchmarks.md: make bench).
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
@@ -31,6 +32,36 @@ for wl in balanced alloc-heavy small xthread larson realloc \
     fi
   done
 done
+
+# The producer/consumer workloads (C++, built where configure found g++).
+pcprog=$top_builddir/tests/bench/alloc-pc
+npc=0
+if [ -x "$pcprog" ]; then
+  npc=6
+  for wl in pc-deque-2to2 pc-deque-1to4 pc-deque-4to1 pc-mpmc-2to2 pc-mpmc-1to4 pc-mpmc-4to1; do
+    s=${wl##*-}; t=$(( ${s%to*} + ${s#*to} ))
+    if line=$(env -u LD_PRELOAD $tx "$pcprog" -w "$wl" -n 5000 2>"$tmp/err"); then
+      case $line in
+        "alloc-bench: workload=$wl threads=$t ops=5000 seconds="*" ops_per_sec="*" peak_rss_kb="*[0-9]" malloc="*)
+          echo "ok: $wl: ${line#alloc-bench: }" ;;
+        *) echo "FAIL: $wl: unexpected output '$line'"; fail=1 ;;
+      esac
+    else
+      echo "FAIL: $wl: exit status $?"; cat "$tmp/err"; fail=1
+    fi
+  done
+  for bad in pc-list-2to2 pc-deque-0to2 pc-mpmc-2to65 pc-deque-2to2x; do
+    if $tx "$pcprog" -w "$bad" >/dev/null 2>"$tmp/err"; then
+      echo "FAIL: alloc-pc accepted '$bad'"; fail=1
+    elif grep -q "unknown workload '$bad'" "$tmp/err"; then
+      echo "ok: alloc-pc refuses '$bad'"
+    else
+      echo "FAIL: no clear message for '$bad':"; cat "$tmp/err"; fail=1
+    fi
+  done
+else
+  echo "note: $pcprog not built (no C++ compiler): the pc-* workloads not checked"
+fi
 
 if $tx "$prog" -w no-such-workload >/dev/null 2>"$tmp/err"; then
   echo "FAIL: an unknown workload was accepted"; fail=1
@@ -61,10 +92,11 @@ elif JPSYNC_BENCH_QUICK=1 JPSYNC_BENCH_REPS=1 JPSYNC_BENCH_OUT="$tmp/out" \
     echo "FAIL: CSV header is '$(head -n 1 "$csv")'"; fail=1
   fi
   rows=$(tail -n +2 "$csv" | grep -c '^alloc-bench,[a-z-]*,[12],glibc,1,[0-9][0-9.]*,ops/s,higher,[0-9][0-9]*$' || true)
-  if [ "$rows" -eq 22 ] && [ "$(wc -l < "$csv")" -eq 23 ]; then
-    echo "ok: the driver wrote 22 valid rows (11 workloads, 2 thread counts)"
+  pcrows=$(tail -n +2 "$csv" | grep -c '^alloc-bench,pc-[a-z]*-[0-9]to[0-9],[45],glibc,1,[0-9][0-9.]*,ops/s,higher,[0-9][0-9]*$' || true)
+  if [ "$rows" -eq 22 ] && [ "$pcrows" -eq "$npc" ] && [ "$(wc -l < "$csv")" -eq $((23 + npc)) ]; then
+    echo "ok: the driver wrote $((22 + npc)) valid rows (11 workloads at 2 thread counts, $npc producer/consumer shapes)"
   else
-    echo "FAIL: expected 22 valid rows, got $rows:"; cat "$csv"; fail=1
+    echo "FAIL: expected 22 + $npc valid rows, got $rows + $pcrows:"; cat "$csv"; fail=1
   fi
   if grep -q '^| realloc | 2 | [0-9]' "$tmp/table"; then
     echo "ok: the driver printed the median table"
