@@ -447,14 +447,21 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		if (size <= old && size > old / 2)
 			return ptr;
 		tsan_put(ptr);
-		/* A moved or resized block is no longer the one sampled. */
+		/* A moved or resized block is no longer the one sampled; the
+		 * new one is drawn afresh at its new size, as an allocation
+		 * (a block kept out of the draw would leave the profile). */
 		if (hg->sampled) {
 			jp__prof_free(ptr, NULL);
 			hg->sampled = 0;
 		}
 		q = jp__huge_realloc(hg, size);
-		if (q != NULL)
+		if (q != NULL) {
+			if (jp__ag.prof) {
+				hg = jp__huge_of(q);
+				hg->sampled = jp__prof_huge(q, hg->usable);
+			}
 			return tsan_got(q);
+		}
 		if (size > JP_ALLOC_MAX) {
 			errno = ENOMEM;
 			return NULL;

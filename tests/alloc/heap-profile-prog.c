@@ -2,8 +2,10 @@
  * heap-profile-prog.c - known allocations for tests/alloc/test-heap-profile.sh,
  * run under jpsync-run --heap-profile: keep_big keeps 64 MiB in 4 KiB
  * blocks, keep_small 16 MiB, churn allocates 32 MiB and frees it all (in
- * the "alloc" figures, not "in use").  With "signal" as argument it then
- * raises SIGUSR2 (the stats signal of the test).
+ * the "alloc" figures, not "in use"), grow keeps one block grown by realloc
+ * from 1 to 24 MiB (past 256 KiB a block has a mapping of its own, which
+ * realloc resizes with mremap).  With "signal" as argument it then raises
+ * SIGUSR2 (the stats signal of the test).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -40,10 +42,29 @@ __attribute__((noinline)) void churn(void)
 	}
 }
 
+void *grown;
+
+__attribute__((noinline)) void grow(void)
+{
+	static const size_t mib[] = { 1, 2, 4, 8, 16, 24 };
+
+	for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
+		void *q = realloc(grown, mib[i] * MIB);
+
+		if (q == NULL) {
+			fprintf(stderr, "heap-profile-prog: out of memory\n");
+			exit(1);
+		}
+		grown = q;
+		memset(grown, 1, mib[i] * MIB);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	keep_big();
 	churn();
+	grow();
 	keep_small();
 	for (size_t i = 0; i < nkept; i++)
 		if (kept[i] == NULL) {
