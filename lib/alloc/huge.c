@@ -103,16 +103,24 @@ static size_t huge_offset(size_t align)
  * shrinks with what the program maps, so a program that frees most of
  * its heap keeps at most about 11 MiB there until the mappings age out.
  *
- * A taken mapping's resident pages beyond the request are not kept for
- * long in a block of 4 MiB or more: the mapping is cut to the block
- * (mremap: the tail's pages go with the tail, none of the block's), since
- * malloc-large's 5-25 MiB blocks took mappings up to twice their size and
- * held the difference for their lives.  Below 4 MiB the spare stays, for
- * realloc growth to find resident.  When no cached mapping fits, one of
- * at least half the request is grown where it is, so that its pages serve
- * the block's start instead of waiting in the cache.  A mapping is not
- * taken for a request it holds resident pages for more than HC_KEEP times
- * over: it waits for a bigger request, or its age.
+ * A new block takes the smallest cached mapping it fits in, and a mapping
+ * a segment or more longer than the block is split: from the first
+ * segment boundary past the block, the tail is a mapping of its own (4 MiB-
+ * aligned like every cached one), and goes back to the cache with its
+ * pages.  What is left beyond the block is not kept for long in a block of
+ * 4 MiB or more: the mapping is cut to the block (the tail's pages go
+ * with it), since malloc-large's 5-25 MiB blocks would hold the difference
+ * for their lives.  Below 4 MiB the spare stays, for realloc growth to find
+ * resident.  A mapping is not taken for a request for which it would keep
+ * more than HC_KEEP times the request resident: it waits for a bigger
+ * request, or its age.  When no cached mapping fits, the biggest smaller
+ * one is grown where it is or, when something follows it, its pages are
+ * moved (mremap, neither copied nor faulted) to a new place that has room:
+ * either way they serve the block's start, and only the rest faults in.
+ * Split and move made malloc-large's loop fault in 1.7 times fewer pages
+ * (2.92 million against 1.70), at 4% less peak RSS; before, a mapping more
+ * than twice the request was passed over and one that could not grow in
+ * place went back to the cache, and the request mapped fresh pages.
  */
 #define HC_N		8
 #define HC_MAX		((size_t)64 << 20)
@@ -149,6 +157,23 @@ static bool hcache_fits(size_t size, size_t res, size_t total)
 	       res / HC_KEEP <= total;
 }
 
+/* The segment boundary at or past total: where a cached mapping taken for
+ * total bytes is split, its tail going back to the cache. */
+static size_t hcache_split_at(size_t total)
+{
+	return (total + JP_SEG_SIZE - 1) & ~(size_t)JP_SEG_MASK;
+}
+
+/* A cached mapping may serve a request of total bytes and be split: it is
+ * big enough, and the part the block keeps holds at most HC_KEEP times
+ * total resident. */
+static bool hcache_splits(size_t size, size_t res, size_t total)
+{
+	size_t keep = hcache_split_at(total);
+
+	return size >= total && (res < keep ? res : keep) / HC_KEEP <= total;
+}
+
 /* Unmap entry i (huge lock); returns the bytes. */
 static size_t hcache_drop(unsigned i)
 {
@@ -173,11 +198,11 @@ static void hcache_expire(uint64_t now)
 		hcache_drop(0);
 }
 
-/* Take the smallest cached mapping that fits total bytes, or with
- * smaller, when none does, the biggest of at least half of total (to be
- * grown where it is): its base (its size in *size, how much of it may be
- * resident in *res), or NULL. */
-static void *hcache_take(size_t total, bool smaller, size_t *size, size_t *res)
+/* Take the smallest cached mapping that fits total bytes (with split, as
+ * hcache_splits says: the caller splits off its tail), or with smaller,
+ * when none does, the biggest smaller one (to be grown or moved): its base
+ * (its size in *size, how much of it may be resident in *res), or NULL. */
+static void *hcache_take(size_t total, bool split, bool smaller, size_t *size, size_t *res)
 {
 	void *base = NULL;
 	int best = -1;
@@ -187,11 +212,12 @@ static void *hcache_take(size_t total, bool smaller, size_t *size, size_t *res)
 	jp__lock(&jp__huge_lock);
 	hcache_expire(jp__os_now_ns());
 	for (unsigned i = 0; i < hcache_n; i++)
-		if (hcache_fits(hcache[i].size, hcache[i].res, total) &&
+		if ((split ? hcache_splits(hcache[i].size, hcache[i].res, total)
+			   : hcache_fits(hcache[i].size, hcache[i].res, total)) &&
 		    (best < 0 || hcache[i].size < hcache[best].size))
 			best = (int)i;
 	for (unsigned i = 0; i < hcache_n && smaller && best < 0; i++)
-		if (hcache[i].size < total && hcache[i].size >= total / 2) {
+		if (hcache[i].size < total) {
 			best = (int)i;
 			for (unsigned j = i + 1; j < hcache_n; j++)
 				if (hcache[j].size < total &&
@@ -235,6 +261,25 @@ static bool hcache_put(void *base, size_t size, size_t res)
 	return true;
 }
 
+/* Move the size bytes of mapping *p to a fresh 4 MiB-aligned mapping of
+ * total (> size) bytes: its pages move (mremap, no copy and no fault), the
+ * rest is new.  0, or an errno with *p untouched. */
+static int hcache_move(void **p, size_t size, size_t total)
+{
+	void *dest;
+
+	if (jp__map_registered(&dest, total, JP_SEG_SIZE) != 0)
+		return ENOMEM;
+	if (jp__os_move(*p, size, total, dest) != 0) {
+		jp__os_unmap(dest, total);
+		return ENOMEM;
+	}
+	jp__mapped_add(total);
+	jp__mapped_sub(size);	/* the old place is unmapped by the move */
+	*p = dest;
+	return 0;
+}
+
 /* Unmap every cached mapping; returns the bytes that were resident,
  * counted as given back by hcache_drop. */
 static size_t hcache_trim(void)
@@ -270,22 +315,45 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	if (size == 0)
 		size = 1;
 	total = (off + size + page - 1) & ~(page - 1);
-	p = off == JP_HUGE_HDR ? hcache_take(total, true, &msize, &res) : NULL;
+	p = off == JP_HUGE_HDR ? hcache_take(total, true, true, &msize, &res) : NULL;
 	if (p != NULL && msize < total) {
-		/* Smaller: grown where it is (its pages serve the block's
-		 * start), or back to the cache and a fresh mapping. */
+		/* Smaller: grown where it is, or its pages moved to a fresh
+		 * aligned mapping of total bytes; either way they serve the
+		 * block's start and only the rest faults in.  When neither
+		 * works, back to the cache and a fresh mapping. */
 		if (jp__os_resize(p, msize, total) == 0) {
 			jp__mapped_add(total - msize);
+			msize = total;
+		} else if (hcache_move(&p, msize, total) == 0) {
 			msize = total;
 		} else {
 			if (!hcache_put(p, msize, res)) {
 				jp__os_unmap(p, msize);
 				jp__mapped_sub(msize);
+				jp__trimmed_add(res);
 			}
 			p = NULL;
 		}
 	}
 	if (p != NULL) {
+		/* A segment or more past the first segment boundary beyond
+		 * the block: that tail is a mapping of its own (4 MiB-aligned,
+		 * as every cached one), and goes back to the cache with its
+		 * pages; unmapped if it does not fit there. */
+		size_t end = hcache_split_at(total);
+
+		if (msize >= end + JP_SEG_SIZE) {
+			size_t tres = res > end ? res - end : 0;
+
+			if (!hcache_put((char *)p + end, msize - end, tres)) {
+				jp__os_unmap((char *)p + end, msize - end);
+				jp__mapped_sub(msize - end);
+				jp__trimmed_add(tres);
+			}
+			msize = end;
+			if (res > end)
+				res = end;
+		}
 		/* Resident pages beyond the block above HC_TAIL(total) go
 		 * with the mapping's tail (see the cache's comment). */
 		if (res > total + HC_TAIL(total) &&
@@ -430,7 +498,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	/* Move the pages (no copy) to a cached mapping, or a fresh 4 MiB-
 	 * aligned one.  mremap replaces the first total bytes of dest; the
 	 * rest of a cached one stays mapped, part of the block's mapping. */
-	dest = hcache_take(total, false, &csize, &cres);
+	dest = hcache_take(total, false, false, &csize, &cres);
 	if (dest == NULL) {
 		if (jp__map_registered(&dest, total, JP_SEG_SIZE) != 0)
 			return NULL;
