@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -111,21 +112,51 @@ int jp__os_map(void **addr, size_t size)
 	return 0;
 }
 
+/*
+ * Where the next aligned mapping is asked for first: the aligned address
+ * just below the last one made.  Linux places mappings top-down, so the
+ * range below the last one (whose trimmed head was just unmapped) is
+ * usually free, and a hint for a free range is honoured: one mmap instead
+ * of an over-sized one and two munmaps.  A hint that lands misaligned or
+ * elsewhere costs one munmap more, then the over-map.  Relaxed: a stale
+ * hint is only a worse guess.
+ */
+static _Atomic uintptr_t map_hint;
+
+static void hint_below(uintptr_t at, size_t size, size_t align)
+{
+	size_t span = (size + align - 1) & ~(align - 1);
+
+	atomic_store_explicit(&map_hint, at > span ? at - span : 0, memory_order_relaxed);
+}
+
 int jp__os_map_aligned(void **addr, size_t size, size_t align)
 {
 	size_t page = jp__os_page_size();
 	void *p;
-	uintptr_t start, aligned;
+	uintptr_t start, aligned, hint;
 	size_t over;
 	int err;
 
 	if (align <= page)
 		return jp__os_map(addr, size);
-	/* Map more than needed, then trim both ends to the alignment. */
 	if (size > SIZE_MAX - align) {
 		*addr = NULL;
 		return ENOMEM;
 	}
+	hint = atomic_load_explicit(&map_hint, memory_order_relaxed);
+	if (hint != 0) {
+		p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED && ((uintptr_t)p & (align - 1)) == 0) {
+			hint_below((uintptr_t)p, size, align);
+			*addr = p;
+			return 0;
+		}
+		if (p != MAP_FAILED)
+			munmap(p, size);
+	}
+	/* Map more than needed, then trim both ends to the alignment. */
 	over = size + align - page;
 	err = jp__os_map(&p, over);
 	if (err != 0) {
@@ -138,6 +169,7 @@ int jp__os_map_aligned(void **addr, size_t size, size_t align)
 		munmap(p, aligned - start);
 	if (aligned + size < start + over)
 		munmap((void *)(aligned + size), start + over - (aligned + size));
+	hint_below(aligned, size, align);
 	*addr = (void *)aligned;
 	return 0;
 }

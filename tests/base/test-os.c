@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void test_futex_value_mismatch_returns(void)
@@ -142,6 +143,32 @@ static void test_map_aligned(void)
 	}
 }
 
+/* The next aligned mapping is asked for just below the last one (one mmap
+ * where that range is free); where something else sits there, the mapping
+ * is still aligned, writable and clear of it. */
+static void test_map_aligned_hint(void)
+{
+	size_t a = 4u << 20, page = jp__os_page_size();
+	char *p = NULL, *q = NULL, *r = NULL, *hint;
+	void *block;
+
+	CU_ASSERT_EQUAL_FATAL(jp__os_map_aligned((void **)&p, a, a), 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_map_aligned((void **)&q, a, a), 0);
+	CU_ASSERT_EQUAL((uintptr_t)q & (a - 1), 0);
+	hint = q - a;
+	block = mmap(hint, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_map_aligned((void **)&r, a, a), 0);
+	CU_ASSERT_EQUAL((uintptr_t)r & (a - 1), 0);
+	if (block == (void *)hint)
+		CU_ASSERT(r + a <= hint || r >= hint + page);
+	memset(r, 1, a);
+	CU_ASSERT_EQUAL(jp__os_unmap(p, a), 0);
+	CU_ASSERT_EQUAL(jp__os_unmap(q, a), 0);
+	CU_ASSERT_EQUAL(jp__os_unmap(r, a), 0);
+	if (block != MAP_FAILED)
+		munmap(block, page);
+}
+
 static void test_rss_and_cpus(void)
 {
 	size_t before = jp__os_rss(), after;
@@ -227,6 +254,7 @@ static CU_TestInfo os_tests[] = {
 	{ "map, decommit, remap, unmap", test_map_unmap },
 	{ "a shrink in place leaves the next mapping alone", test_resize_in_place },
 	{ "aligned mappings are aligned", test_map_aligned },
+	{ "an aligned mapping below the last, or clear of what sits there", test_map_aligned_hint },
 	{ "RSS grows with touched pages; CPU count", test_rss_and_cpus },
 	{ "getenv without malloc", test_getenv },
 	{ "random bytes and number formatting", test_random_and_format },
