@@ -125,7 +125,7 @@ int stats_exact(void)
 	const size_t big = (size_t)65 << 20, mid = (size_t)8 << 20;
 	struct jp_alloc_stats st0, st1, st2;
 	unsigned long long small_bytes, t0, held;
-	void *small[NSMALL], *h, *hs[9];
+	void *small[NSMALL], *h, *hs[33];
 	size_t got;
 
 	/* Nothing cached, nothing dirty: what goes back below is ours. */
@@ -164,24 +164,26 @@ int stats_exact(void)
 	exact_eq("huge bytes, shrunk", st2.huge_bytes, huge_map((size_t)1 << 20));
 	jp_free(h);
 
-	/* 3. The huge cache keeps 8 freed mappings, their pages resident (8
-	 * of 300 KiB are within its 4 MiB): the ninth pushes the oldest out,
-	 * unmapped with its resident pages, which count as given back. */
+	/* 3. The huge cache keeps 32 freed mappings, their pages resident
+	 * (32 of 260 KiB, 8.25 MiB, are within its bound of 8 MiB and a
+	 * sixteenth of what is mapped, which counts them): the 33rd pushes
+	 * the oldest out, unmapped with its resident pages, which count as
+	 * given back. */
 	jp_alloc_trim();
 	exact_stats(&st1);
-	for (int i = 0; i < 9; i++)
-		hs[i] = jp_alloc(300 << 10);
-	for (int i = 0; i < 9; i++)
+	for (int i = 0; i < 33; i++)
+		hs[i] = jp_alloc(260 << 10);
+	for (int i = 0; i < 33; i++)
 		jp_free(hs[i]);
 	exact_stats(&st2);
-	exact_eq("given back, one of 9 mappings out of the huge cache",
-		 st2.trimmed - st1.trimmed, huge_map(300 << 10));
-	/* jp_alloc_trim's count is the figure's growth: the 8 cached ones. */
+	exact_eq("given back, one of 33 mappings out of the huge cache",
+		 st2.trimmed - st1.trimmed, huge_map(260 << 10));
+	/* jp_alloc_trim's count is the figure's growth: the 32 cached ones. */
 	t0 = st2.trimmed;
 	got = jp_alloc_trim();
 	exact_stats(&st2);
 	exact_eq("given back by jp_alloc_trim", st2.trimmed - t0, got);
-	if (got < 8 * huge_map(300 << 10))
-		exact_eq("jp_alloc_trim, at least the 8 cached", got, 8 * huge_map(300 << 10));
+	if (got < 32 * huge_map(260 << 10))
+		exact_eq("jp_alloc_trim, at least the 32 cached", got, 32 * huge_map(260 << 10));
 	return exact_bad;
 }
