@@ -144,6 +144,8 @@ int jp__os_map_aligned(void **addr, size_t size, size_t align)
 		*addr = NULL;
 		return ENOMEM;
 	}
+	/* helgrind and drd do not see atomics: a hint is a guess. */
+	JP_BENIGN_RACE(&map_hint, sizeof map_hint, "a guess, read and written relaxed");
 	hint = atomic_load_explicit(&map_hint, memory_order_relaxed);
 	if (hint != 0) {
 		p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,

@@ -81,6 +81,102 @@ static void test_fork_while_allocating(void)
 }
 
 /*
+ * fork() while blocks are freed remotely: one thread allocates blocks of
+ * 16 bytes to 4 KiB and hands them through a small ring to another, which
+ * frees them (every free a remote one, into the shared lists).  Each child
+ * allocates 2000 blocks of the same sizes, writes its index into each and
+ * reads them all back: the lists the fork caught half-way hand out no
+ * block twice.
+ */
+#define PASS_RING 64
+static struct {
+	pthread_mutex_t lock;
+	unsigned head, tail;
+	void *slot[PASS_RING];	/* global: see fork_blocks */
+} pass = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static _Atomic int pass_stop;
+
+static void *pass_producer(void *arg)
+{
+	unsigned i = 0;
+
+	(void)arg;
+	while (!atomic_load(&pass_stop)) {
+		void *p = jp_alloc(16 + (i++ * 131u) % 4080);
+
+		pthread_mutex_lock(&pass.lock);
+		if (pass.head - pass.tail < PASS_RING) {
+			pass.slot[pass.head++ % PASS_RING] = p;
+			p = NULL;
+		}
+		pthread_mutex_unlock(&pass.lock);
+		if (p != NULL) {	/* full: wait for the consumer */
+			jp_free(p);
+			sched_yield();
+		}
+	}
+	return NULL;
+}
+
+static void *pass_consumer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&pass_stop)) {
+		void *p = NULL;
+
+		pthread_mutex_lock(&pass.lock);
+		if (pass.tail != pass.head)
+			p = pass.slot[pass.tail++ % PASS_RING];
+		pthread_mutex_unlock(&pass.lock);
+		if (p != NULL)
+			jp_free(p);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void test_fork_during_remote_frees(void)
+{
+	pthread_t t[2];
+	int forks = (int)jp_test_scaled(40, 3);
+
+	atomic_store(&pass_stop, 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t[0], NULL, pass_producer, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t[1], NULL, pass_consumer, NULL), 0);
+	for (int f = 0; f < forks; f++) {
+		int st;
+		pid_t pid = fork();
+
+		CU_ASSERT_FATAL(pid >= 0);
+		if (pid == 0) {
+			static uint64_t *blk[2000];
+			int bad = 0;
+
+			alarm(20);	/* a deadlock fails the test, not the run */
+			for (unsigned i = 0; i < 2000; i++) {
+				blk[i] = jp_alloc(16 + (i * 131u) % 4080);
+				if (blk[i] == NULL)
+					jp_test_fork_exit(2);
+				blk[i][0] = i;
+			}
+			for (unsigned i = 0; i < 2000; i++) {
+				bad += blk[i][0] != i;
+				jp_free(blk[i]);
+			}
+			jp_test_fork_exit(bad == 0 ? 0 : 1);	/* see fork_blocks */
+		}
+		CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	atomic_store(&pass_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	while (pass.tail != pass.head)
+		jp_free(pass.slot[pass.tail++ % PASS_RING]);
+}
+
+/*
  * fork() racing getline and fflush(NULL) in other threads, in a program
  * linked to libjpsync (not through the preload module).  Thread C reads a
  * stream whose read function allocates and flushes its cache (class locks)
@@ -452,6 +548,7 @@ static CU_TestInfo fork_tests[] = {
 	{ "stress: forks nested at random points of other forks", test_fork_nested_stress },
 	{ "stress: fork while 6 threads are inside the allocator", test_fork_threads_in_malloc },
 	{ "fork while other threads make the first allocations", test_fork_at_start },
+	{ "fork while blocks are freed by another thread than their own", test_fork_during_remote_frees },
 	{ "dlopen by a program not linked with libjpsync", test_dlopen_by_unlinked_program },
 	{ "fork() racing getline and fflush(NULL) in other threads: no deadlock", test_fork_stdio },
 	{ NULL, NULL },
@@ -507,6 +604,8 @@ int main(void)
 		jp_test_unregister(fork_tests, test_fork_stdio,
 				   "qemu-user: fork while threads run aborts the emulator");
 		jp_test_unregister(fork_tests, test_fork_at_start,
+				   "qemu-user: fork while threads run aborts the emulator");
+		jp_test_unregister(fork_tests, test_fork_during_remote_frees,
 				   "qemu-user: fork while threads run aborts the emulator");
 	}
 	return jp_test_run(suites);

@@ -403,6 +403,99 @@ static void test_stress_mixed_sizes(void)
 	jp_free(m);
 }
 
+/*
+ * A thread allocates blocks, publishes them and exits while the main
+ * thread is freeing them: remote frees to the cache and lists of a thread
+ * that is going or gone.  Nothing is lost or handed out twice: afterwards
+ * the live count is back where it was, and blocks allocated again are
+ * distinct (each keeps the index written into it).
+ */
+#define EXIT_BLOCKS 600
+
+/* Published under a mutex, so that helgrind and drd see the hand-off. */
+struct exiting {
+	pthread_mutex_t lock;
+	void *blk[EXIT_BLOCKS];
+	unsigned published;
+};
+
+static unsigned exiting_published(struct exiting *e)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&e->lock);
+	n = e->published;
+	pthread_mutex_unlock(&e->lock);
+	return n;
+}
+
+static void *exiting_thread(void *arg)
+{
+	struct exiting *e = arg;
+
+	for (unsigned i = 0; i < EXIT_BLOCKS; i++) {
+		uint64_t *p = jp_alloc(16 + (i * 37u) % 2000);
+
+		p[0] = i;
+		pthread_mutex_lock(&e->lock);
+		e->blk[i] = p;
+		e->published = i + 1;
+		pthread_mutex_unlock(&e->lock);
+	}
+	return NULL;	/* and exits, while the main thread frees */
+}
+
+static void test_thread_exit_during_remote_frees(void)
+{
+	/* 40 rounds allocate about 24 MiB in all: were the blocks freed into
+	 * an exited thread's keeping lost, the mapped memory would grow by
+	 * that much.  Under valgrind, a few rounds for the race detectors. */
+	unsigned rounds = jp_test_on_valgrind() ? 4 : 40, bad = 0;
+	struct jp_alloc_stats a, b;
+	uint64_t *again[EXIT_BLOCKS];
+	struct exiting *e = jp_calloc(1, sizeof *e);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	pthread_mutex_init(&e->lock, NULL);
+	CU_ASSERT_EQUAL_FATAL(jp_alloc_stats(&a, sizeof a), 0);
+	for (unsigned r = 0; r < rounds; r++) {
+		pthread_t t;
+		unsigned freed = 0;
+
+		e->published = 0;	/* no thread runs: the last was joined */
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, exiting_thread, e), 0);
+		while (freed < EXIT_BLOCKS) {
+			unsigned n = exiting_published(e);
+
+			for (; freed < n; freed++) {
+				if (*(uint64_t *)e->blk[freed] != freed)
+					bad++;
+				jp_free(e->blk[freed]);
+			}
+			if (freed < EXIT_BLOCKS)
+				sched_yield();
+		}
+		pthread_join(t, NULL);
+	}
+	for (unsigned i = 0; i < EXIT_BLOCKS; i++) {
+		again[i] = jp_alloc(16 + (i * 37u) % 2000);
+		again[i][0] = i;
+	}
+	for (unsigned i = 0; i < EXIT_BLOCKS; i++) {
+		bad += again[i][0] != i;
+		jp_free(again[i]);
+	}
+	CU_ASSERT_EQUAL_FATAL(jp_alloc_stats(&b, sizeof b), 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	/* Every block of the rounds freed: the allocations and frees since
+	 * the start match (this thread's jp_calloc is still live). */
+	CU_ASSERT_EQUAL(b.allocs - a.allocs, b.frees - a.frees);
+	if (!jp_test_on_valgrind())
+		CU_ASSERT(b.mapped <= a.mapped + 8 * MiB);
+	pthread_mutex_destroy(&e->lock);
+	jp_free(e);
+}
+
 static CU_TestInfo thread_tests[] = {
 	{ "cross-thread frees at scale (producers/consumers)", test_cross_thread_frees },
 	{ "thread churn leaves RSS flat", test_thread_churn_rss_flat },
@@ -411,6 +504,7 @@ static CU_TestInfo thread_tests[] = {
 	{ "a bin grows for a thread that allocates and frees in bulk", test_bin_grows },
 	{ "bulk rounds with remote frees from 8 threads", test_bulk_under_contention },
 	{ "stress: mixed sizes from 8 threads", test_stress_mixed_sizes },
+	{ "a thread exits while another frees its blocks", test_thread_exit_during_remote_frees },
 	{ NULL, NULL },
 };
 
