@@ -67,9 +67,9 @@
  * the read flag for readers.  lockdep.c records read and write acquisitions.
  *
  * Kept over two rivals measured in the same runs (rwlock-bench, 2 shared
- * cores; doc/benchmarks.md): per CPU-second, 1.23-1.97x glibc's default
- * rwlock with empty critical sections (but 0.78x at 1% writes, 16 threads),
- * 0.86-1.33x with 100 steps inside, 0.91-1.07x with 1,000, where the work
+ * cores; doc/benchmarks.md).  Per CPU-second against glibc's default rwlock
+ * in two runs: 1.11x or more in 22 of 24 cells with empty critical sections,
+ * 0.78-1.35x with 100 steps inside, 0.89-1.07x with 1,000, where the work
  * inside costs ~20x a whole empty iteration.  A writer that first spins up
  * to 200 pauses for the readers to drain lost 13 of 18 cells; one that lets
  * 4 generations of readers pass first won and lost cells with no pattern.
