@@ -66,6 +66,14 @@
  * instrumented or not): every lock and unlock is told as a mutex's, with
  * the read flag for readers.  lockdep.c records read and write acquisitions.
  *
+ * Kept over two rivals measured in the same runs (rwlock-bench, 2 shared
+ * cores; doc/benchmarks.md).  Per CPU-second against glibc's default rwlock
+ * in two runs: 1.11x or more in 22 of 24 cells with empty critical sections,
+ * 0.78-1.35x with 100 steps inside, 0.89-1.07x with 1,000, where the work
+ * inside costs ~20x a whole empty iteration.  A writer that first spins up
+ * to 200 pauses for the readers to drain lost 13 of 18 cells; one that lets
+ * 4 generations of readers pass first won and lost cells with no pattern.
+ *
  * Misuse.  Destroy of a lock that a reader or writer holds or waits for
  * aborts, always (in_use: three loads in destroy, nothing elsewhere).  An
  * unlock by a thread that holds neither lock is told by the thread's stack
@@ -165,12 +173,9 @@ static int rd_abandon(jp_rwlock_t *rw, uint32_t w)
 	return 1;
 }
 
-/*
- * Whether in (rin before an arrival) and out (rout, read after it) say
- * that JP_RWLOCK_READERS_MAX read locks are held or waited for.  out may
- * count readers that arrived after in was read and have left since: the
- * difference is then negative, which is few.
- */
+/* Whether in (rin before an arrival) and out (rout, read after it) say that
+ * JP_RWLOCK_READERS_MAX read locks are held or waited for.  out may count
+ * readers that arrived after in was read and have left: then it is few. */
 static inline bool too_many(uint32_t in, uint32_t out)
 {
 	return (int32_t)((in & COUNT) - (out & COUNT)) >= (int32_t)(JP_RWLOCK_READERS_MAX << 12);
@@ -341,10 +346,8 @@ static void vg_words(jp_rwlock_t *rw)
 	JP_BENIGN_RACE(&rw->rin, 4 * sizeof rw->rin, "jp_rwlock words, accessed atomically");
 }
 
-/*
- * Before an attempt of kind JP__LD_READ or _WRITE; tsan: the TSan flags
- * (read, try); may_block: an attempt that can wait, which lockdep orders.
- */
+/* Before an attempt of kind JP__LD_READ or _WRITE; tsan: the TSan flags
+ * (read, try); may_block: an attempt that can wait, which lockdep orders. */
 static JP_NOINLINE void before(jp_rwlock_t *rw, int kind, unsigned tsan, bool may_block, void *pc)
 {
 	int mode = jp__sync_mode_get();
@@ -432,10 +435,8 @@ static JP_NOINLINE int rdlock_checked(jp_rwlock_t *rw, const struct timespec *de
 	return r;
 }
 
-/*
- * The common read lock, kept small: no writer present, checks off.  One
- * atomic addition and a load of the same cache line.
- */
+/* The common read lock, kept small: no writer present, checks off.  One
+ * atomic addition and a load of the same cache line. */
 static inline __attribute__((always_inline)) int rdlock(jp_rwlock_t *rw,
 							  const struct timespec *deadline,
 							  void *pc)

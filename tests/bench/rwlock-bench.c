@@ -2,13 +2,17 @@
  * rwlock-bench.c - reader-writer locks under a read-mostly load (driven by
  * tests/bench/rwlock-bench.sh; see doc/benchmarks.md).
  *
- *   rwlock-bench mix WRITE_PCT IMPL THREADS SECONDS
+ *   rwlock-bench mix WRITE_PCT IMPL THREADS SECONDS [CS]
  *       Every thread loops for SECONDS: with probability WRITE_PCT/100 it
  *       takes the write lock and adds one to each of the 8 words of a
  *       shared table (one cache line); otherwise it takes a read lock and
  *       reads the 8 words, which must all be equal (a torn table fails the
- *       run); then it does about 50 ns of private work (a dependent
- *       multiply chain) outside the lock.  Prints the throughput (million
+ *       run); either way it then does CS steps (default 0) of work inside
+ *       the lock: a dependent loop through a volatile, about one step per
+ *       few cycles, so CS is the critical section's length in such steps
+ *       (the workload is named writes-Ppct-csCS when CS is not 0).  Then
+ *       it does about 50 ns of private work (a dependent multiply chain)
+ *       outside the lock.  Prints the throughput (million
  *       lock+unlock pairs per second, all threads), the same per second
  *       of the threads' CPU time (what the work cost, whatever else runs
  *       on the machine: spinning counts, sleeping does not) and the
@@ -73,6 +77,7 @@ static struct {
 
 static enum impl impl;
 static unsigned write_pct;
+static unsigned cs_steps;		/* work inside the lock */
 static _Atomic int go, stop, torn;
 static _Atomic unsigned ready;
 
@@ -163,6 +168,20 @@ static inline uint64_t next_rand(uint64_t *s)
 	return *s = x;
 }
 
+/*
+ * CS steps of work inside the lock: each step loads and stores a volatile
+ * that the next step depends on, so the compiler can neither drop nor
+ * batch the steps.
+ */
+static inline uint64_t inside(uint64_t x)
+{
+	volatile uint64_t v = x;
+
+	for (unsigned i = 0; i < cs_steps; i++)
+		v = v + 1;
+	return v;
+}
+
 static void *mix_worker(void *arg)
 {
 	struct worker *w = arg;
@@ -182,6 +201,7 @@ static void *mix_worker(void *arg)
 			for (int i = 0; i < 8; i++)
 				L.table[i]++;
 			L.writes++;
+			sink += inside(r);
 			wr_unlock();
 			wops++;
 		} else {
@@ -192,7 +212,7 @@ static void *mix_worker(void *arg)
 			first = L.table[0];
 			for (int i = 1; i < 8; i++)
 				bad |= L.table[i] != first;
-			sink += first;
+			sink += inside(first);
 			rd_unlock();
 			if (bad)
 				atomic_store(&torn, 1);
@@ -238,7 +258,10 @@ static int run_mix(unsigned threads, double seconds)
 		fprintf(stderr, "rwlock-bench: bad arguments\n");
 		return 2;
 	}
-	snprintf(wl, sizeof wl, "writes-%upct", write_pct);
+	if (cs_steps == 0)
+		snprintf(wl, sizeof wl, "writes-%upct", write_pct);
+	else
+		snprintf(wl, sizeof wl, "writes-%upct-cs%u", write_pct, cs_steps);
 	w = aligned_alloc(64, threads * sizeof *w);
 	if (w == NULL)
 		return 1;
@@ -299,7 +322,7 @@ static int run_pairs(uint64_t n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: rwlock-bench mix WRITE_PCT IMPL THREADS SECONDS\n"
+	fprintf(stderr, "usage: rwlock-bench mix WRITE_PCT IMPL THREADS SECONDS [CS]\n"
 			"       rwlock-bench pairs IMPL N\n"
 			"       rwlock-bench avail IMPL\n");
 	return 2;
@@ -313,7 +336,7 @@ int main(int argc, char **argv)
 	if (argc < 3)
 		return usage();
 	name = argv[strcmp(argv[1], "mix") == 0 ? 3 : 2];
-	if (strcmp(argv[1], "mix") == 0 && argc != 6)
+	if (strcmp(argv[1], "mix") == 0 && argc != 6 && argc != 7)
 		return usage();
 	for (i = 0; i < NIMPL; i++)
 		if (strcmp(name, impl_names[i]) == 0)
@@ -336,6 +359,7 @@ int main(int argc, char **argv)
 		return run_pairs(strtoull(argv[3], NULL, 10));
 	if (strcmp(argv[1], "mix") == 0) {
 		write_pct = (unsigned)strtoul(argv[2], NULL, 10);
+		cs_steps = argc == 7 ? (unsigned)strtoul(argv[6], NULL, 10) : 0;
 		return run_mix((unsigned)strtoul(argv[4], NULL, 10), strtod(argv[5], NULL));
 	}
 	return usage();

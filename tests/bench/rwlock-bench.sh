@@ -2,14 +2,16 @@
 # rwlock-bench.sh - reader-writer locks (driver contract: see
 # doc/benchmarks.md).
 #
-#   rwlock      0, 10 and 50% writes at 1, 2, 4, 8, 16 threads for
+#   rwlock      0, 1, 10 and 50% writes at 1, 2, 4, 8, 16 threads, with
+#               critical sections of 0, 100 and 1000 steps of work, for
 #               jp_rwlock, pthread_rwlock (glibc's default),
 #               pthread_rwlock_wp (glibc's writer-preferring kind) and
 #               ck_rwlock (throughput, spread of acquisitions per thread)
 #   uncontended instructions per read lock+unlock pair (callgrind)
 #
 # JPSYNC_BENCH_REPS (default 5), JPSYNC_BENCH_QUICK=1 (1, 2, 4 threads,
-# short runs), JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
+# short runs, empty critical sections only), JPSYNC_RWLOCK_CS (the
+# critical-section lengths, default "0 100 1000"), JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 reps=${JPSYNC_BENCH_REPS:-5}
@@ -25,9 +27,9 @@ prog=$top_builddir/tests/bench/rwlock-bench
 if [ ! -x "$prog" ]; then echo "rwlock-bench: $prog not built (make check builds it)"; exit 1; fi
 
 if [ "$quick" = 1 ]; then
-  threads="1 2 4"; secs=0.05
+  threads="1 2 4"; secs=0.05; css=${JPSYNC_RWLOCK_CS:-0}
 else
-  threads="1 2 4 8 16"; secs=0.3
+  threads="1 2 4 8 16"; secs=0.3; css=${JPSYNC_RWLOCK_CS:-0 100 1000}
 fi
 failed=0
 
@@ -55,10 +57,13 @@ run() {
 
 rep=1
 while [ $rep -le "$reps" ]; do
-  for pct in 0 10 50; do
-    for t in $threads; do
-      for i in $impls; do
-        run $rep $t $i "writes-${pct}pct" "$prog" mix $pct $i $t $secs
+  for cs in $css; do
+    for pct in 0 1 10 50; do
+      wl=writes-${pct}pct; [ "$cs" = 0 ] || wl=$wl-cs$cs
+      for t in $threads; do
+        for i in $impls; do
+          run $rep $t $i "$wl" "$prog" mix $pct $i $t $secs $cs
+        done
       done
     done
   done
