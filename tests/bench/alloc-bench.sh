@@ -33,16 +33,12 @@
 #   JPSYNC_BENCH_JPSYNC_PRELOAD   jpsync's module, if not the build tree's
 set -u
 
-: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
-: "${top_builddir:=.}"
-reps=${JPSYNC_BENCH_REPS:-5}
-quick=${JPSYNC_BENCH_QUICK:-0}
-out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
+name=alloc-bench
+. "$(dirname "$0")/driver-common.sh"
 prog=$top_builddir/tests/bench/alloc-bench
 pairprog=$top_builddir/tests/bench/alloc-pair
 pcprog=$top_builddir/tests/bench/alloc-pc	# the pc-* workloads (C++)
 
-case $reps in ''|*[!0-9]*|0) echo "alloc-bench.sh: bad JPSYNC_BENCH_REPS '$reps'" >&2; exit 2;; esac
 if [ "$quick" = 1 ]; then
   def_threads="1 8"; few1=1; few2=2; def_scale=0.01; pair_n1=10000; pair_n2=110000
 else
@@ -76,10 +72,6 @@ run_timeout=${JPSYNC_BENCH_ALLOC_TIMEOUT:-300}
 for p in "$prog" "$pairprog"; do
   [ -x "$p" ] || { echo "alloc-bench.sh: $p not built (make check builds it)" >&2; exit 2; }
 done
-mkdir -p "$out" || exit 2
-csv=$out/alloc-bench.csv
-notes=$out/alloc-bench.notes
-: > "$notes"
 if [ ! -x "$pcprog" ]; then
   # Built only where configure found a C++ compiler.
   _wl=
@@ -92,7 +84,6 @@ if [ ! -x "$pcprog" ]; then
   }
   workloads=$_wl
 fi
-echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM

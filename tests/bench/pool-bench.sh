@@ -6,20 +6,12 @@
 # a pthread_mutex), the instructions of one get+put pair (callgrind), and
 # the 3-stage pipeline (pool + jp_spsc against malloc/free + a mutex queue).
 set -u
-: "${top_builddir:=.}"
-REPS=${JPSYNC_BENCH_REPS:-5}
-QUICK=${JPSYNC_BENCH_QUICK:-0}
-OUT=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
-prog="$top_builddir/tests/bench/pool-bench"
 name=pool-bench
-mkdir -p "$OUT"
-csv="$OUT/$name.csv"
-notes="$OUT/$name.notes"
-echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
-: > "$notes"
+. "$(dirname "$0")/driver-common.sh"
+prog="$top_builddir/tests/bench/pool-bench"
 
 ops=5000000; items=1000000; threads="1 2 4 8"; pairs="1 2 4"
-if [ "$QUICK" = 1 ]; then
+if [ "$quick" = 1 ]; then
   ops=200000; items=50000; threads="1 4"; pairs="1 2"
 fi
 
@@ -46,7 +38,7 @@ row() {	# workload threads impl rep unit -- command...
 }
 
 rep=1
-while [ "$rep" -le "$REPS" ]; do
+while [ "$rep" -le "$reps" ]; do
   for t in $threads; do
     for impl in $gp_impls; do
       row getput "$t" "$impl" "$rep" "Mops/s/thread" "$prog" getput "$impl" "$t" "$ops"

@@ -13,15 +13,8 @@
 # short runs, empty critical sections only), JPSYNC_RWLOCK_CS (the
 # critical-section lengths, default "0 100 1000"), JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
 set -u
-: "${top_srcdir:=.}" "${top_builddir:=.}"
-reps=${JPSYNC_BENCH_REPS:-5}
-quick=${JPSYNC_BENCH_QUICK:-0}
-out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
-mkdir -p "$out" || exit 1
-csv=$out/rwlock-bench.csv
-notes=$out/rwlock-bench.notes
-: > "$notes"
-echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
+name=rwlock-bench
+. "$(dirname "$0")/driver-common.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 prog=$top_builddir/tests/bench/rwlock-bench
 if [ ! -x "$prog" ]; then echo "rwlock-bench: $prog not built (make check builds it)"; exit 1; fi

@@ -9,20 +9,12 @@
 # JPSYNC_SELFTEST_PEER_LIB names the library the pretend peer `peer_lib`
 # needs (default: one that does not exist, so it is skipped with a note).
 set -u
-: "${top_builddir:=.}"
 name=selftest-bench
-reps=${JPSYNC_BENCH_REPS:-5}
-quick=${JPSYNC_BENCH_QUICK:-0}
-out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
+. "$(dirname "$0")/driver-common.sh"
 prog=$top_builddir/tests/bench/$name
 peer_lib=${JPSYNC_SELFTEST_PEER_LIB:-/nonexistent/libselftest-peer.so}
 
-case $reps in ''|*[!0-9]*|0) echo "$name: JPSYNC_BENCH_REPS='$reps' is not a positive integer" >&2; exit 2 ;; esac
 [ -x "$prog" ] || { echo "$name: $prog is not built (make check builds it)" >&2; exit 2; }
-mkdir -p "$out" || exit 2
-csv=$out/$name.csv
-notes=$out/$name.notes
-: > "$notes"
 
 impls="jpsync peer_mutex peer_atomic"
 if [ -e "$peer_lib" ]; then
@@ -32,7 +24,6 @@ else
 fi
 if [ "$quick" = 1 ]; then count_threads="1 2"; else count_threads="1 2 4"; fi
 
-echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
 failed=0
 # One run: append its row, or a FAILED row when it crashed or failed its check.
 run() { # workload threads impl rep unit better

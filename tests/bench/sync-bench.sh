@@ -16,15 +16,8 @@
 # runs), JPSYNC_BENCH_LOCK_SECONDS (each lock run, default 1),
 # JPSYNC_BENCH_OUT (default $top_builddir/tests/bench/results).
 set -u
-: "${top_srcdir:=.}" "${top_builddir:=.}"
-reps=${JPSYNC_BENCH_REPS:-5}
-quick=${JPSYNC_BENCH_QUICK:-0}
-out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
-mkdir -p "$out" || exit 1
-csv=$out/sync-bench.csv
-notes=$out/sync-bench.notes
-: > "$notes"
-echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
+name=sync-bench
+. "$(dirname "$0")/driver-common.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 bin=$top_builddir/tests/bench
