@@ -14,6 +14,8 @@
  * rings, not the sleeping.  BATCH (default 1): elements per call; jpsync
  * moves them with push_bulk/pop_bulk, ck_ring and the mutex ring, which have
  * no batch call, with BATCH single calls in a row.
+ * PRODUCERS and CONSUMERS both 0: one thread pushes and pops (one_thread).
+ * JPSYNC_BENCH_QUEUE_PIN=1: each thread on its own CPU, in turn (pin).
  * Prints "VALUE PEAK_RSS_KB" (million elements per second), or exits 2
  * when the sum of what was popped is wrong, 77 when IMPL is not built in.
  *
@@ -367,6 +369,73 @@ static int wait_bench(double seconds)
 	return bad ? 2 : 0;
 }
 
+/*
+ * JPSYNC_BENCH_QUEUE_PIN=1: thread i runs on the i-th allowed CPU (modulo
+ * their number), so a producer and a consumer never share a core.  Left
+ * to the scheduler on 2 busy cores, the pair sometimes shares one and
+ * takes turns: no cache line moves, and the run measures the calls, not
+ * the ring (the two modes of the spsc 1:1 row, doc/benchmarks.md).
+ */
+static void pin(pthread_t *t, unsigned n)
+{
+	cpu_set_t allowed, one;
+	int cpus[CPU_SETSIZE], ncpu = 0;
+
+	if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &allowed))
+			cpus[ncpu++] = c;
+	for (unsigned i = 0; i < n && ncpu > 0; i++) {
+		CPU_ZERO(&one);
+		CPU_SET(cpus[i % (unsigned)ncpu], &one);
+		pthread_setaffinity_np(t[i], sizeof one, &one);
+	}
+}
+
+/*
+ * PRODUCERS and CONSUMERS 0: one thread pushes half a ring and pops it
+ * back, ITEMS elements in all: the cost of the calls themselves, with no
+ * cache line moving between cores (ck_ring's calls are inlined here,
+ * jpsync's go through the shared library's PLT, as in a user's program).
+ */
+static int one_thread(struct bench *b)
+{
+	uint64_t sum = 0;
+	double t0, t1;
+	struct rusage ru;
+	void *v[64];
+	uint64_t i;
+
+	if ((CAP / 2) % b->batch != 0)
+		return 1;
+	t0 = now_s();
+	for (i = 0; i < b->items; i += CAP / 2) {
+		unsigned fails = 0;
+
+		for (uint64_t k = 1; k <= CAP / 2; k += b->batch) {
+			for (size_t j = 0; j < b->batch; j++)
+				v[j] = (void *)(uintptr_t)(k + j);
+			pushn(b, v, b->batch, &fails);
+		}
+		for (size_t k = 0; k < CAP / 2; ) {
+			size_t n = popn(b, v, b->batch);
+
+			if (n == 0)
+				return 2;
+			for (size_t j = 0; j < n; j++)
+				sum += (uintptr_t)v[j];
+			k += n;
+		}
+	}
+	t1 = now_s();
+	getrusage(RUSAGE_SELF, &ru);
+	if (sum == 0)
+		return 2;
+	printf("%.3f %ld\n", (double)i / (t1 - t0) / 1e6, ru.ru_maxrss);	/* i: elements moved */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct bench b;
@@ -389,7 +458,7 @@ int main(int argc, char **argv)
 	nc = (unsigned)atoi(argv[4]);
 	b.items = strtoull(argv[5], NULL, 10);
 	b.batch = argc == 7 ? (unsigned)atoi(argv[6]) : 1;
-	if (np == 0 || nc == 0 || np + nc > 64 || b.batch == 0 || b.batch > 64)
+	if ((np == 0) != (nc == 0) || np + nc > 64 || b.batch == 0 || b.batch > 64)
 		return 1;
 	if (!strcmp(b.impl, "jpsync")) {
 		b.jq = b.kind == SPSC ? (void *)jp_spsc_create(CAP, sizeof(void *))
@@ -409,11 +478,15 @@ int main(int argc, char **argv)
 	} else {
 		return 1;
 	}
+	if (np == 0)
+		return one_thread(&b);
 	pthread_barrier_init(&b.start, NULL, np + nc + 1);
 	for (unsigned i = 0; i < np; i++)
 		pthread_create(&t[i], NULL, producer, &b);
 	for (unsigned i = 0; i < nc; i++)
 		pthread_create(&t[np + i], NULL, consumer, &b);
+	if (getenv("JPSYNC_BENCH_QUEUE_PIN") != NULL && atoi(getenv("JPSYNC_BENCH_QUEUE_PIN")) > 0)
+		pin(t, np + nc);
 	/* The clock starts before the release: a thread released first may
 	 * run to the end before this one is scheduled again. */
 	t0 = now_s();

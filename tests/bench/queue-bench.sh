@@ -19,11 +19,13 @@ echo "benchmark,workload,threads,implementation,repetition,value,unit,better,pea
 
 items=2000000
 limit=${JPSYNC_BENCH_TIMEOUT_RUN:-60}	# seconds per run
-workloads="spsc:1:1 spsc:1:1:16 mpsc:1:1 mpsc:2:1 mpmc:1:1 mpmc:1:1:16 mpmc:2:1 mpmc:2:1:16 mpmc:2:2 mpmc:4:4"
+# KIND:P:C[:BATCH[:pin]]; pin: each thread on its own CPU in turn (a pair
+# never shares a core; see doc/benchmarks.md for why the spsc row needs it).
+workloads="spsc:1:1 spsc:1:1:1:pin spsc:1:1:16 mpsc:1:1 mpsc:2:1 mpmc:1:1 mpmc:1:1:1:pin mpmc:1:1:16 mpmc:2:1 mpmc:2:1:16 mpmc:2:2 mpmc:4:4"
 wait_s=2
 if [ "$QUICK" = 1 ]; then
   items=100000
-  workloads="spsc:1:1 spsc:1:1:16 mpsc:2:1 mpmc:2:2"
+  workloads="spsc:1:1 spsc:1:1:1:pin spsc:1:1:16 mpsc:2:1 mpmc:2:2"
   wait_s=0.5
 fi
 
@@ -42,12 +44,14 @@ rep=1
 while [ "$rep" -le "$REPS" ]; do
   for w in $workloads; do
     kind=${w%%:*}; r=${w#*:}; p=${r%%:*}; r=${r#*:}; c=${r%%:*}
-    batch=1
+    batch=1; pin=0
     case $r in *:*) batch=${r#*:} ;; esac
+    case $batch in *:pin) batch=${batch%:pin}; pin=1 ;; esac
     wl=${kind}_${p}p${c}c
     [ "$batch" = 1 ] || wl=${wl}_b$batch
+    [ "$pin" = 0 ] || wl=${wl}_pinned
     for impl in $impls; do
-      out=$(timeout "$limit" "$prog" "$impl" "$kind" "$p" "$c" "$items" "$batch" 2>/dev/null)
+      out=$(JPSYNC_BENCH_QUEUE_PIN=$pin timeout "$limit" "$prog" "$impl" "$kind" "$p" "$c" "$items" "$batch" 2>/dev/null)
       rc=$?
       if [ $rc -eq 0 ]; then
         set -- $out
@@ -89,9 +93,9 @@ function median(s,   n, a, i, j, t) {
   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 END {
-  printf "%-14s", "workload"; for (i = 0; i < ni; i++) printf " %14s", im[i]; printf " %18s\n", "jpsync/best peer"
+  printf "%-20s", "workload"; for (i = 0; i < ni; i++) printf " %14s", im[i]; printf " %18s\n", "jpsync/best peer"
   for (k = 0; k < nw; k++) {
-    printf "%-14s", w[k]; best = 0; mine = 0
+    printf "%-20s", w[k]; best = 0; mine = 0
     for (i = 0; i < ni; i++) {
       key = w[k] SUBSEP im[i]
       if (key in v) { m = median(v[key]); printf " %14.2f", m; if (im[i] == ours) mine = m; else if (m > best) best = m }
