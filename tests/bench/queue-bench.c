@@ -3,7 +3,7 @@
  * Concurrency Kit's ck_ring (spsc, mpsc, mpmc) and a pthread_mutex ring;
  * and the CPU time of a jp_mpsc/jp_mpmc caller blocked for a while.
  *
- *   queue-bench IMPL KIND PRODUCERS CONSUMERS ITEMS [BATCH]
+ *   queue-bench IMPL KIND PRODUCERS CONSUMERS ITEMS [BATCH [pin]]
  *   queue-bench wait SECONDS
  *
  * IMPL is jpsync, ck_ring or pthread_mutex; KIND spsc, mpsc or mpmc.  Each
@@ -15,7 +15,7 @@
  * moves them with push_bulk/pop_bulk, ck_ring and the mutex ring, which have
  * no batch call, with BATCH single calls in a row.
  * PRODUCERS and CONSUMERS both 0: one thread pushes and pops (one_thread).
- * JPSYNC_BENCH_QUEUE_PIN=1: each thread on its own CPU, in turn (pin).
+ * "pin" after BATCH: each thread on its own CPU, in turn (pin()).
  * Prints "VALUE PEAK_RSS_KB" (million elements per second), or exits 2
  * when the sum of what was popped is wrong, 77 when IMPL is not built in.
  *
@@ -370,7 +370,7 @@ static int wait_bench(double seconds)
 }
 
 /*
- * JPSYNC_BENCH_QUEUE_PIN=1: thread i runs on the i-th allowed CPU (modulo
+ * "pin": thread i runs on the i-th allowed CPU (modulo
  * their number), so a producer and a consumer never share a core.  Left
  * to the scheduler on 2 busy cores, the pair sometimes shares one and
  * takes turns: no cache line moves, and the run measures the calls, not
@@ -443,11 +443,12 @@ int main(int argc, char **argv)
 	pthread_t t[64];
 	double t0, t1;
 	struct rusage ru;
+	int pinned;
 
 	if (argc == 3 && !strcmp(argv[1], "wait"))
 		return wait_bench(atof(argv[2]) > 0 ? atof(argv[2]) : 2.0);
-	if (argc != 6 && argc != 7) {
-		fprintf(stderr, "usage: %s jpsync|ck_ring|pthread_mutex spsc|mpsc|mpmc PRODUCERS CONSUMERS ITEMS [BATCH]\n"
+	if (argc < 6 || argc > 8 || (argc == 8 && strcmp(argv[7], "pin") != 0)) {
+		fprintf(stderr, "usage: %s jpsync|ck_ring|pthread_mutex spsc|mpsc|mpmc PRODUCERS CONSUMERS ITEMS [BATCH [pin]]\n"
 			"       %s wait SECONDS\n", argv[0], argv[0]);
 		return 1;
 	}
@@ -457,7 +458,8 @@ int main(int argc, char **argv)
 	np = (unsigned)atoi(argv[3]);
 	nc = (unsigned)atoi(argv[4]);
 	b.items = strtoull(argv[5], NULL, 10);
-	b.batch = argc == 7 ? (unsigned)atoi(argv[6]) : 1;
+	b.batch = argc >= 7 ? (unsigned)atoi(argv[6]) : 1;
+	pinned = argc == 8;
 	if ((np == 0) != (nc == 0) || np + nc > 64 || b.batch == 0 || b.batch > 64)
 		return 1;
 	if (!strcmp(b.impl, "jpsync")) {
@@ -485,7 +487,7 @@ int main(int argc, char **argv)
 		pthread_create(&t[i], NULL, producer, &b);
 	for (unsigned i = 0; i < nc; i++)
 		pthread_create(&t[np + i], NULL, consumer, &b);
-	if (getenv("JPSYNC_BENCH_QUEUE_PIN") != NULL && atoi(getenv("JPSYNC_BENCH_QUEUE_PIN")) > 0)
+	if (pinned)
 		pin(t, np + nc);
 	/* The clock starts before the release: a thread released first may
 	 * run to the end before this one is scheduled again. */

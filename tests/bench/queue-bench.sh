@@ -49,9 +49,10 @@ while [ "$rep" -le "$REPS" ]; do
     case $batch in *:pin) batch=${batch%:pin}; pin=1 ;; esac
     wl=${kind}_${p}p${c}c
     [ "$batch" = 1 ] || wl=${wl}_b$batch
-    [ "$pin" = 0 ] || wl=${wl}_pinned
+    pinarg=
+    [ "$pin" = 0 ] || { wl=${wl}_pinned; pinarg=pin; }
     for impl in $impls; do
-      out=$(JPSYNC_BENCH_QUEUE_PIN=$pin timeout "$limit" "$prog" "$impl" "$kind" "$p" "$c" "$items" "$batch" 2>/dev/null)
+      out=$(timeout "$limit" "$prog" "$impl" "$kind" "$p" "$c" "$items" "$batch" $pinarg 2>/dev/null)
       rc=$?
       if [ $rc -eq 0 ]; then
         set -- $out
