@@ -294,7 +294,11 @@ JP_EXPORT int jp_spsc_try_push(jp_spsc_t *q, const void *elem)
 	if (jp_unlikely(!push_begin(q)))
 		return EPIPE;
 	t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-	/* A closed tail (bit 63) looks full too: one test for both. */
+	/*
+	 * A closed tail (bit 63) looks full too: one test for both.  (After
+	 * push_begin the bit cannot be set, see the top; tested as in
+	 * try_push_start all the same.)
+	 */
 	if (jp_unlikely(t - q->head_cache > q->mask)) {
 		if (t & JP__Q_CLOSED) {
 			push_end(q, false);
