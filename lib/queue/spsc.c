@@ -101,12 +101,12 @@ JP_EXPORT void jp_spsc_destroy(jp_spsc_t *q)
  * runs or not (5.3 ns per push+pop on one thread against ck_ring's 1.2).
  * Cold and not inlined, they cost the common path one predictable branch.
  */
-static __attribute__((noinline, cold)) void hb_release(const void *obj)
+static JP_COLD void hb_release(const void *obj)
 {
 	jp__hb_before(obj);
 }
 
-static __attribute__((noinline, cold)) void hb_acquire(const void *obj)
+static JP_COLD void hb_acquire(const void *obj)
 {
 	jp__hb_after(obj);
 }
@@ -115,7 +115,7 @@ static __attribute__((noinline, cold)) void hb_acquire(const void *obj)
 #define Q_HB_ACQUIRE(obj) do { if (jp_unlikely(jp__annotate)) hb_acquire(obj); } while (0)
 
 /* Returns 0, so that the fast paths below end in a jump to it. */
-static __attribute__((noinline, cold)) int wake_cold(struct jp__park_chan *c)
+static JP_COLD int wake_cold(struct jp__park_chan *c)
 {
 	jp__park_chan_wake_fenced(c);
 	return 0;
