@@ -37,8 +37,8 @@
  * 8, that divides elem_size.  A start counts as the push or pop in the
  * table above.  A started slot cannot be given back; SPSC: one started
  * push and one started pop at a time (close waits for the push's finish);
- * MPSC: one started pop.  MPSC/MPMC callers behind a started slot spin and
- * yield until its finish, they do not sleep.
+ * MPSC: one started pop.  MPSC/MPMC callers behind a started slot spin
+ * briefly, then sleep until its finish.
  */
 #ifndef JPSYNC_QUEUE_H
 #define JPSYNC_QUEUE_H

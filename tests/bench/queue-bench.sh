@@ -1,7 +1,9 @@
 #!/bin/sh
 # queue-bench.sh - the driver of queue-bench (see doc/benchmarks.md):
 # throughput of jp_spsc/jp_mpsc/jp_mpmc against ck_ring and a pthread_mutex
-# ring, producers:consumers 1:1, 2:1, 2:2 and 4:4, interleaved and repeated.
+# ring, producers:consumers 1:1, 2:1, 2:2 and 4:4, one element per call and
+# (KIND:P:C:16) batches of 16, interleaved and repeated; then, once, the CPU
+# time of a jp_mpsc/jp_mpmc caller blocked for 2 seconds (the wait rows).
 set -u
 : "${top_builddir:=.}"
 REPS=${JPSYNC_BENCH_REPS:-5}
@@ -17,10 +19,14 @@ echo "benchmark,workload,threads,implementation,repetition,value,unit,better,pea
 
 items=2000000
 limit=${JPSYNC_BENCH_TIMEOUT_RUN:-60}	# seconds per run
-workloads="spsc:1:1 mpsc:1:1 mpsc:2:1 mpmc:1:1 mpmc:2:1 mpmc:2:2 mpmc:4:4"
+# KIND:P:C[:BATCH[:pin]]; pin: each thread on its own CPU in turn (a pair
+# never shares a core; see doc/benchmarks.md for why the spsc row needs it).
+workloads="spsc:1:1 spsc:1:1:1:pin spsc:1:1:16 mpsc:1:1 mpsc:2:1 mpmc:1:1 mpmc:1:1:1:pin mpmc:1:1:16 mpmc:2:1 mpmc:2:1:16 mpmc:2:2 mpmc:4:4"
+wait_s=2
 if [ "$QUICK" = 1 ]; then
   items=100000
-  workloads="spsc:1:1 mpsc:2:1 mpmc:2:2"
+  workloads="spsc:1:1 spsc:1:1:1:pin spsc:1:1:16 mpsc:2:1 mpmc:2:2"
+  wait_s=0.5
 fi
 
 impls=""
@@ -37,20 +43,27 @@ fail=0
 rep=1
 while [ "$rep" -le "$REPS" ]; do
   for w in $workloads; do
-    kind=${w%%:*}; pc=${w#*:}; p=${pc%%:*}; c=${pc#*:}
+    kind=${w%%:*}; r=${w#*:}; p=${r%%:*}; r=${r#*:}; c=${r%%:*}
+    batch=1; pin=0
+    case $r in *:*) batch=${r#*:} ;; esac
+    case $batch in *:pin) batch=${batch%:pin}; pin=1 ;; esac
+    wl=${kind}_${p}p${c}c
+    [ "$batch" = 1 ] || wl=${wl}_b$batch
+    pinarg=
+    [ "$pin" = 0 ] || { wl=${wl}_pinned; pinarg=pin; }
     for impl in $impls; do
-      out=$(timeout "$limit" "$prog" "$impl" "$kind" "$p" "$c" "$items" 2>/dev/null)
+      out=$(timeout "$limit" "$prog" "$impl" "$kind" "$p" "$c" "$items" "$batch" $pinarg 2>/dev/null)
       rc=$?
       if [ $rc -eq 0 ]; then
         set -- $out
-        echo "$name,${kind}_${p}p${c}c,$((p + c)),$impl,$rep,$1,Mitems/s,higher,$2" >> "$csv"
+        echo "$name,$wl,$((p + c)),$impl,$rep,$1,Mitems/s,higher,$2" >> "$csv"
       elif [ $rc -eq 124 ] && [ "$impl" != jpsync ]; then
         # A peer that does not finish is a finding, not a failure of ours:
         # ck_ring's MPMC producers spin while a preempted peer holds the
         # ring, which with more threads than cores can last a long time.
-        echo "$impl ${kind}_${p}p${c}c repetition $rep: did not finish in $limit s; no row" >> "$notes"
+        echo "$impl $wl repetition $rep: did not finish in $limit s; no row" >> "$notes"
       else
-        echo "$name,${kind}_${p}p${c}c,$((p + c)),$impl,$rep,FAILED,Mitems/s,higher," >> "$csv"
+        echo "$name,$wl,$((p + c)),$impl,$rep,FAILED,Mitems/s,higher," >> "$csv"
         fail=1
       fi
     done
@@ -58,9 +71,22 @@ while [ "$rep" -le "$REPS" ]; do
   rep=$((rep + 1))
 done
 
+# The wait rows: one run, every case at once (queue-bench.c); the goal is
+# under 1% of a CPU.  ck_ring and the mutex ring have no blocking call.
+if out=$(timeout "$limit" "$prog" wait "$wait_s" 2>/dev/null); then
+  echo "$out" | while read -r case pct; do
+    echo "$name,wait_$case,1,jpsync,1,$pct,%CPU,lower," >> "$csv"
+  done
+  echo "wait rows: %CPU of a caller blocked $wait_s s (getrusage RUSAGE_THREAD / wall time)" >> "$notes"
+  echo "$out" | sed 's/^/  /' >> "$notes"
+else
+  echo "$name,wait,1,jpsync,1,FAILED,%CPU,lower," >> "$csv"
+  fail=1
+fi
+
 # Medians, and jpsync against the best peer of the same workload.
 awk -F, -v ours=jpsync '
-NR == 1 { next }
+NR == 1 || $7 == "%CPU" { next }	# the wait rows are in the notes
 $6 != "FAILED" { v[$2 SUBSEP $4] = v[$2 SUBSEP $4] " " $6; if (!($2 in seenw)) { seenw[$2] = 1; w[nw++] = $2 } if (!($4 in seeni)) { seeni[$4] = 1; im[ni++] = $4 } }
 function median(s,   n, a, i, j, t) {
   n = split(s, a, " ")
@@ -68,9 +94,9 @@ function median(s,   n, a, i, j, t) {
   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 END {
-  printf "%-14s", "workload"; for (i = 0; i < ni; i++) printf " %14s", im[i]; printf " %18s\n", "jpsync/best peer"
+  printf "%-20s", "workload"; for (i = 0; i < ni; i++) printf " %14s", im[i]; printf " %18s\n", "jpsync/best peer"
   for (k = 0; k < nw; k++) {
-    printf "%-14s", w[k]; best = 0; mine = 0
+    printf "%-20s", w[k]; best = 0; mine = 0
     for (i = 0; i < ni; i++) {
       key = w[k] SUBSEP im[i]
       if (key in v) { m = median(v[key]); printf " %14.2f", m; if (im[i] == ours) mine = m; else if (m > best) best = m }

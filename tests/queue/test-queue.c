@@ -180,6 +180,58 @@ static void test_huge_capacity(void)
 	}
 }
 
+/*
+ * Pointer-sized elements take jp_spsc's call-free path (spsc.c): full,
+ * wrap-around, closed with room left and closed when full (EPIPE, not
+ * EAGAIN), drained.
+ */
+static void test_pointer_calls(void)
+{
+	static int objs[8];
+
+	for (size_t k = 0; k < NKINDS; k++) {
+		const struct qops *o = &kinds[k];
+		void *q = o->create(4, sizeof(void *)), *full = o->create(2, sizeof(void *));
+		void *p;
+
+		CU_ASSERT_FATAL(q != NULL && full != NULL);
+		for (int round = 0; round < 3; round++) {	/* positions 0-11: wraps twice */
+			for (int i = 0; i < 4; i++) {
+				p = &objs[i];
+				CU_ASSERT_EQUAL(o->try_push(q, &p), 0);
+			}
+			p = &objs[4];
+			CU_ASSERT_EQUAL(o->try_push(q, &p), EAGAIN);
+			for (int i = 0; i < 4; i++) {
+				p = NULL;
+				CU_ASSERT_EQUAL(o->try_pop(q, &p), 0);
+				CU_ASSERT_PTR_EQUAL(p, &objs[i]);
+			}
+			CU_ASSERT_EQUAL(o->try_pop(q, &p), EAGAIN);
+		}
+		p = &objs[5];
+		CU_ASSERT_EQUAL(o->try_push(q, &p), 0);
+		o->close(q);
+		CU_ASSERT_EQUAL(o->try_push(q, &p), EPIPE);	/* room left */
+		p = NULL;
+		CU_ASSERT_EQUAL(o->try_pop(q, &p), 0);
+		CU_ASSERT_PTR_EQUAL(p, &objs[5]);
+		CU_ASSERT_EQUAL(o->try_pop(q, &p), EPIPE);
+
+		p = &objs[6];
+		CU_ASSERT_EQUAL(o->try_push(full, &p), 0);
+		CU_ASSERT_EQUAL(o->try_push(full, &p), 0);
+		o->close(full);
+		CU_ASSERT_EQUAL(o->try_push(full, &p), EPIPE);	/* full and closed */
+		CU_ASSERT_EQUAL(o->try_pop(full, &p), 0);
+		CU_ASSERT_EQUAL(o->try_push(full, &p), EPIPE);	/* room again, closed */
+		CU_ASSERT_EQUAL(o->try_pop(full, &p), 0);
+		CU_ASSERT_EQUAL(o->try_pop(full, &p), EPIPE);
+		o->destroy(q);
+		o->destroy(full);
+	}
+}
+
 static void test_timeouts_expire(void)
 {
 	for (size_t k = 0; k < NKINDS; k++) {
@@ -434,6 +486,7 @@ int main(void)
 		{ "FIFO order, capacity rounding, any element size", test_fifo_and_capacity },
 		{ "bad arguments give EINVAL", test_bad_arguments },
 		{ "capacities 2^20, 2^30, 2^40: at once, no memory, or ENOMEM", test_huge_capacity },
+		{ "pointer-sized calls: full, wrap-around, closed, drained", test_pointer_calls },
 		{ "timeouts expire with ETIMEDOUT", test_timeouts_expire },
 		{ "bulk operations move as many as fit", test_bulk },
 		{ "bulk operations that move nothing say why in errno", test_bulk_says_why },
