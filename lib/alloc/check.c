@@ -219,6 +219,19 @@ static bool live_hdr(const unsigned char *blk, size_t bs, size_t *n, size_t *off
 	return *off >= CHECK_OFF && *off + *n + CHECK_TAIL <= bs;
 }
 
+/* For the leak report (leaks.c): the user's bytes and allocation site of
+ * blk, a block of bs bytes, when it is live. */
+bool jp__check_live(const unsigned char *blk, size_t bs, uintptr_t *user, size_t *n,
+		    uint32_t *site)
+{
+	size_t off;
+
+	if (!live_hdr(blk, bs, n, &off) || !live_site(blk, site))
+		return false;
+	*user = (uintptr_t)blk + off;
+	return true;
+}
+
 /*
  * Check a block taken from its span for this allocation; false when it is
  * damaged (reported; the caller leaves it and takes another).
