@@ -172,22 +172,13 @@ size_t jp__os_mem_bytes(void)
 	return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
-/* The first cap - 1 bytes of a /proc file, NUL-terminated, by raw
- * system calls (no stdio, no malloc: the allocator's own paths read
- * them); their count, or -1. */
+/* The first cap - 1 bytes of a /proc file, NUL-terminated (no stdio, no
+ * malloc: the allocator's own paths read them); their count, or -1. */
 static ssize_t read_proc(const char *path, char *buf, size_t cap)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	bool cut;
 
-	if (fd < 0)
-		return -1;
-	n = syscall(SYS_read, fd, buf, cap - 1);
-	syscall(SYS_close, fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
+	return jp__os_read_file(path, buf, cap, &cut);
 }
 
 int jp__os_copy_file(const char *path, int fd)
