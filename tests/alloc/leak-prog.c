@@ -1,9 +1,10 @@
 /*
  * leak-prog.c - known leaks for tests/alloc/test-leaks.sh, run under
  * jpsync-run --leaks.  Its first argument says what it does:
- *   leak    leak_three drops 3 blocks of 100, 200 and 300 bytes (600);
- *   reach   keep_global keeps 3 blocks (one holding a fourth) through a
- *           global, and a second thread, still running at exit, holds a
+ *   leak    leak_three drops 3 blocks of 100, 200 and 1048576 bytes (the
+ *           last above the largest class: a huge block), 1048876 in all;
+ *   reach   keep_global keeps 3 blocks (a huge one holding a fourth)
+ *           through a global, and a second thread, still running at exit, holds a
  *           fifth on its stack only: no leak;
  *   thread  a second thread drops 2 blocks of 1000 bytes in
  *           leak_in_thread, then ends (joined): a 2000-byte leak.
@@ -47,7 +48,7 @@ __attribute__((noinline)) void clear_registers(void)
 
 __attribute__((noinline)) void leak_three(void)
 {
-	static const size_t sizes[3] = { 100, 200, 300 };
+	static const size_t sizes[3] = { 100, 200, (size_t)1 << 20 };
 
 	for (int i = 0; i < 3; i++) {
 		char *volatile p = malloc(sizes[i]);
@@ -59,11 +60,12 @@ __attribute__((noinline)) void leak_three(void)
 
 __attribute__((noinline)) void keep_global(void)
 {
-	for (int i = 0; i < 3; i++)
-		keep[i] = malloc(64);
-	/* Reached only through a reachable block, and at an interior
-	 * offset. */
-	*(char **)keep[0] = (char *)malloc(500) + 10;
+	keep[0] = malloc(64);
+	keep[1] = malloc(64);
+	keep[2] = malloc((size_t)1 << 20);	/* a huge block */
+	/* Reached only through a reachable (huge) block, and at an
+	 * interior offset. */
+	((char **)keep[2])[1000] = (char *)malloc(500) + 10;
 }
 
 static sem_t started;
