@@ -70,6 +70,9 @@ void jp__alloc_init_slow(void)
 		jp__ag.leaks = o->leaks && !jp__ag.vg;
 #endif
 		jp__ag.check = (o->check || jp__ag.leaks) && !jp__ag.vg;
+		/* The leak report needs where blocks were allocated, not
+		 * where they were freed: a capture per free saved. */
+		jp__ag.free_sites = o->check;
 		/* A library built with -fsanitize=thread needs none of it:
 		 * TSan sees its lock and lists. */
 #ifndef JP_TSAN

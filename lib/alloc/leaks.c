@@ -24,8 +24,8 @@
  *      mapping of their own, which is scanned like the others;
  *   4. every aligned word of a root that points into a live block marks it,
  *      and marked blocks are scanned the same way through a work list;
- *   5. the unmarked blocks are grouped by stack id and printed, largest
- *      group first, then one summary line.
+ *   5. the threads are let go, and the unmarked blocks are grouped by
+ *      stack id and printed, largest group first, then one summary line.
  * Nothing here allocates: every table is mapped through the OS door.
  */
 #include "alloc_internal.h"
@@ -521,6 +521,10 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	nwork = 0;
 	scan_maps(maps, nslots);
 	propagate();
+	/* The verdicts are in this scan's tables: the threads may run on
+	 * while the report names the frames (dladdr takes the loader's
+	 * lock, which a stopped thread might hold). */
+	release_threads();
 	leaked = report((struct lk_group *)(void *)(work + cap_blocks), &bytes, unscanned);
 	jp__os_unmap(mem, size);
 	return leaked;
