@@ -71,8 +71,9 @@ struct lk_group {
 
 static _Atomic uint32_t lk_hold;	/* 1 while the scan runs */
 static _Atomic uint32_t lk_answered;	/* threads that answered */
+/* Mapped at the first stop and never unmapped: a thread that answers
+ * late may still write its slot. */
 static struct lk_slot *lk_slots;
-static size_t lk_slots_size;
 
 /* The scan's tables (one mapping, left out of the roots). */
 static struct lk_range *blocks, *excl;
@@ -113,15 +114,16 @@ static unsigned stop_threads(void)
 
 	if (n <= 1)
 		return 0;
-	lk_slots_size = sizeof(struct lk_slot) * LEAKS_THREADS;
-	if (jp__os_map((void **)&lk_slots, lk_slots_size) != 0)
+	if (jp__os_map((void **)&lk_slots, sizeof(struct lk_slot) * LEAKS_THREADS) != 0)
 		return 0;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = lk_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
 	sigaction(LEAKS_SIG, &sa, NULL);
-	atomic_store_explicit(&lk_hold, 1, memory_order_relaxed);
+	/* release: a handler that reads 1 (acquire) also sees the slots
+	 * mapped and the handler installed. */
+	atomic_store_explicit(&lk_hold, 1, memory_order_release);
 	for (int i = 0; i < n && i < LEAKS_THREADS; i++)
 		if (tids[i] != self && jp__os_tgkill(tids[i], LEAKS_SIG) == 0)
 			sent++;
@@ -525,7 +527,11 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	 * while the report names the frames (dladdr takes the loader's
 	 * lock, which a stopped thread might hold). */
 	release_threads();
-	leaked = report((struct lk_group *)(void *)(work + cap_blocks), &bytes, unscanned);
+	/* The groups after the work list, 16-byte aligned (the 64 bytes
+	 * of slack above): a 64-bit field, and copies of the struct the
+	 * compiler may do with aligned vector stores. */
+	leaked = report((struct lk_group *)(((uintptr_t)(work + cap_blocks) + 15) &
+					    ~(uintptr_t)15), &bytes, unscanned);
 	jp__os_unmap(mem, size);
 	return leaked;
 }
