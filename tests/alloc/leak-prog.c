@@ -6,6 +6,8 @@
  *   reach   keep_global keeps 3 blocks (a huge one holding a fourth)
  *           through a global, and a second thread, still running at exit, holds a
  *           fifth on its stack only: no leak;
+ *   blocked as reach, but the second thread blocks every signal: it
+ *           cannot be stopped, and is scanned whole, running;
  *   thread  a second thread drops 2 blocks of 1000 bytes in
  *           leak_in_thread, then ends (joined): a 2000-byte leak.
  * A dropped pointer may survive in a dead stack slot or a register and
@@ -17,6 +19,7 @@
  */
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +85,15 @@ __attribute__((noinline)) static void *hold_on_stack(void *arg)
 	return NULL;
 }
 
+static void *block_and_hold(void *arg)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	return hold_on_stack(arg);
+}
+
 __attribute__((noinline)) void leak_in_thread(void)
 {
 	for (int i = 0; i < 2; i++) {
@@ -108,10 +120,11 @@ int main(int argc, char **argv)
 
 	if (strcmp(what, "leak") == 0) {
 		leak_three();
-	} else if (strcmp(what, "reach") == 0) {
+	} else if (strcmp(what, "reach") == 0 || strcmp(what, "blocked") == 0) {
 		keep_global();
 		sem_init(&started, 0, 0);
-		if (pthread_create(&t, NULL, hold_on_stack, NULL) != 0)
+		if (pthread_create(&t, NULL, what[0] == 'r' ? hold_on_stack : block_and_hold,
+				   NULL) != 0)
 			return 1;
 		while (sem_wait(&started) != 0)
 			;

@@ -7,13 +7,15 @@
 #   - reach: blocks kept through a global (one of them only through another
 #     block, at an interior offset) and on the stack of a thread still
 #     running at exit: no leak, exit 0;
+#   - blocked: as reach, but the thread blocks every signal: the report
+#     comes (no hang), says "1 threads not scanned", and finds no leak;
 #   - thread: 2 blocks, 2000 bytes, allocated in leak_in_thread by a second
 #     thread;
 #   - a bad --leaks-exitcode is refused (exit 2), and a bad
 #     JPSYNC_LEAKS_EXITCODE draws the library's one-line warning naming it;
 #   - without --leaks: no report.
 # Skipped (77) under valgrind or a sanitizer (no preload).  Under qemu-user
-# the case of a thread still running at exit is left out (a signal to a
+# the cases of a thread still running at exit are left out (a signal to a
 # thread blocked in the emulator is not delivered the same way).
 set -u
 . "${top_srcdir:-.}/tests/shim/preload-common.sh"
@@ -56,6 +58,13 @@ else
     bad "reach: not 0 leaks and the 6 blocks reachable: $(summary)"
   ! grep -q '^Direct leak' "$tmp/err" || bad "reach: a leak reported"
   ! grep -q 'not scanned' "$tmp/err" || bad "reach: a thread not scanned"
+
+  leaks --leaks "$prog" blocked
+  [ "$rc" -eq 0 ] || bad "blocked: exit status $rc, not 0"
+  grep -q '^jpsync: leaks: 1 threads not scanned' "$tmp/err" ||
+    bad "blocked: the thread that blocks the signal not named as not scanned"
+  summary | grep -q '^jpsync: leaks: 0 bytes in 0 blocks (6 reachable blocks, ' ||
+    bad "blocked: not 0 leaks and the 6 blocks reachable: $(summary)"
 fi
 
 leaks --leaks "$prog" thread
