@@ -172,13 +172,22 @@ size_t jp__os_mem_bytes(void)
 	return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
-/* The first cap - 1 bytes of a /proc file, NUL-terminated (no stdio, no
- * malloc: the allocator's own paths read them); their count, or -1. */
+/* The first cap - 1 bytes of a /proc file, NUL-terminated, by raw
+ * system calls (no stdio, no malloc: the allocator's own paths read
+ * them); their count, or -1. */
 static ssize_t read_proc(const char *path, char *buf, size_t cap)
 {
-	bool cut;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
 
-	return jp__os_read_file(path, buf, cap, &cut);
+	if (fd < 0)
+		return -1;
+	n = syscall(SYS_read, fd, buf, cap - 1);
+	syscall(SYS_close, fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
 }
 
 int jp__os_copy_file(const char *path, int fd)
@@ -200,70 +209,6 @@ int jp__os_copy_file(const char *path, int fd)
 	}
 	syscall(SYS_close, in);
 	return err;
-}
-
-ssize_t jp__os_read_file(const char *path, char *buf, size_t cap, bool *cut)
-{
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	size_t got = 0;
-	ssize_t n = 0;
-
-	*cut = false;
-	if (fd < 0)
-		return -1;
-	/* A /proc file is built read by read: to its end, or to cap. */
-	while (got < cap - 1 && (n = syscall(SYS_read, fd, buf + got, cap - 1 - got)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		got += (size_t)n;
-	}
-	if (got == cap - 1 && n != 0) {
-		char one;
-
-		*cut = syscall(SYS_read, fd, &one, 1) > 0;
-	}
-	syscall(SYS_close, fd);
-	buf[got] = '\0';
-	return n < 0 ? -1 : (ssize_t)got;
-}
-
-int jp__os_tasks(int *tids, int max)
-{
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
-			      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	char buf[2048];
-	long n;
-	int count = 0;
-
-	if (fd < 0)
-		return -1;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
-		for (long at = 0; at < n;) {
-			/* struct linux_dirent64: ino 8, off 8, reclen 2,
-			 * type 1, then the name. */
-			unsigned short reclen;
-			const char *name = buf + at + 19;
-			int tid = 0;
-
-			memcpy(&reclen, buf + at + 16, sizeof reclen);
-			at += reclen;
-			if (*name < '0' || *name > '9')
-				continue;
-			for (; *name >= '0' && *name <= '9'; name++)
-				tid = tid * 10 + (*name - '0');
-			if (count < max)
-				tids[count] = tid;
-			count++;
-		}
-	syscall(SYS_close, fd);
-	return n < 0 ? -1 : count;
-}
-
-int jp__os_tgkill(int tid, int sig)
-{
-	return syscall(SYS_tgkill, (int)getpid(), tid, sig) == 0 ? 0 : errno;
 }
 
 size_t jp__os_rss(void)
