@@ -63,7 +63,16 @@ void jp__alloc_init_slow(void)
 		 * taken for the key. */
 		jp__ag.key = key | 1;
 		jp__ag.vg = on_memcheck();
-		jp__ag.check = o->check && !jp__ag.vg;
+		/* The leak report finds live blocks by check mode's
+		 * headers.  Not under a sanitizer: its scan reads
+		 * memory (stack redzones) the sanitizer forbids. */
+#if !defined(JP_ASAN) && !defined(JP_TSAN)
+		jp__ag.leaks = o->leaks && !jp__ag.vg;
+#endif
+		jp__ag.check = (o->check || jp__ag.leaks) && !jp__ag.vg;
+		/* The leak report needs where blocks were allocated, not
+		 * where they were freed: a capture per free saved. */
+		jp__ag.free_sites = o->check;
 		/* A library built with -fsanitize=thread needs none of it:
 		 * TSan sees its lock and lists. */
 #ifndef JP_TSAN

@@ -118,6 +118,10 @@ void jp__check_fault_install(void);
 size_t jp__check_usable(const void *p, const char *what);
 /* realloc of p (not NULL) to m > 0 bytes. */
 void *jp__check_realloc(void *p, size_t m);
+/* Whether blk (a block of bs bytes) is live; its user's bytes at *user, *n
+ * of them, allocated at stack id *site (the leak report's walk). */
+bool jp__check_live(const unsigned char *blk, size_t bs, uintptr_t *user, size_t *n,
+		    uint32_t *site);
 
 /* ---- "tcache.c" ------------------------------------------------------- */
 

@@ -99,7 +99,9 @@ enum {
 struct jp_alloc_globals {
 	uintptr_t key;			/* double-free key */
 	uint8_t nocache;		/* memcheck, check or TSan: caches of 0 */
-	uint8_t check;			/* JPSYNC_CHECK */
+	uint8_t check;			/* JPSYNC_CHECK (or JPSYNC_LEAKS) */
+	uint8_t leaks;			/* JPSYNC_LEAKS: the report at exit (leaks.c) */
+	uint8_t free_sites;		/* check mode keeps the stacks of frees */
 	uint8_t vg;			/* running on memcheck */
 	uint8_t tsan;			/* TSan runs, this library not built for it */
 	uint8_t prof;			/* JPSYNC_HEAP_PROFILE: sampling on (prof.c) */

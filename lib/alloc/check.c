@@ -219,6 +219,19 @@ static bool live_hdr(const unsigned char *blk, size_t bs, size_t *n, size_t *off
 	return *off >= CHECK_OFF && *off + *n + CHECK_TAIL <= bs;
 }
 
+/* For the leak report (leaks.c): the user's bytes and allocation site of
+ * blk, a block of bs bytes, when it is live. */
+bool jp__check_live(const unsigned char *blk, size_t bs, uintptr_t *user, size_t *n,
+		    uint32_t *site)
+{
+	size_t off;
+
+	if (!live_hdr(blk, bs, n, &off) || !live_site(blk, site))
+		return false;
+	*user = (uintptr_t)blk + off;
+	return true;
+}
+
 /*
  * Check a block taken from its span for this allocation; false when it is
  * damaged (reported; the caller leaves it and takes another).
@@ -345,7 +358,7 @@ static unsigned char *small_find(struct jp_span *s, const void *p, size_t *np,
 static void small_free(unsigned char *blk, struct jp_span *s)
 {
 	uint64_t w0 = *f64(blk, 0), w2;
-	uint32_t a = (uint32_t)*f64(blk, 2), f = site_here();
+	uint32_t a = (uint32_t)*f64(blk, 2), f = jp__ag.free_sites ? site_here() : 0;
 
 	w2 = (w0 & 0xffffff) | (uint64_t)__builtin_ctzll(w0 >> 32) << 24 | (uint64_t)a << 32;
 	*f64(blk, 2) = w2;
@@ -422,7 +435,7 @@ static struct jp_huge *huge_find(const void *p, const char *what)
 static void huge_free(struct jp_huge *hg)
 {
 	jp__check_fault_install();
-	hg->free_site = site_here();
+	hg->free_site = jp__ag.free_sites ? site_here() : 0;
 	jp__huge_free(hg);
 }
 

@@ -173,6 +173,11 @@ _Noreturn void jp__die_block(const char *what, const void *ptr, size_t size,
  * (or "  freed at:", "  first freed at:" for a double free) and a line
  * "    #i <frame>" per frame (jp__stack_put_pc's format).
  */
+/* One stack of the depot into buf (jp__str_add): "  <label>\n" (label
+ * not NULL), then
+ * "    #i <frame>\n" per frame; nothing for an id the depot does not hold.
+ * True when a frame printed in the file form (not named). */
+bool jp__put_site(char *buf, size_t cap, size_t *len, const char *label, uint32_t id);
 _Noreturn void jp__die_block_at(const char *what, const void *ptr, size_t size,
 				long long first, long long last, const char *note,
 				uint32_t alloc_site, uint32_t free_site) JP_COLD;

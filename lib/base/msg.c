@@ -297,7 +297,7 @@ void jp__die_block(const char *what, const void *ptr, size_t size,
 /* "  <label>\n" and a line per frame of the stack id, "    #i <pc>"; nothing
  * for a stack the depot does not hold.  True when a frame printed in the
  * file form. */
-static bool put_site(char *buf, size_t cap, size_t *len, const char *label, uint32_t id)
+bool jp__put_site(char *buf, size_t cap, size_t *len, const char *label, uint32_t id)
 {
 	uintptr_t pcs[JP_STACK_MAX];
 	unsigned n = jp__stack_depot_get(id, pcs, JP_STACK_MAX);
@@ -306,9 +306,11 @@ static bool put_site(char *buf, size_t cap, size_t *len, const char *label, uint
 
 	if (n == 0)
 		return false;
-	jp__str_add(buf, cap, len, "  ");
-	jp__str_add(buf, cap, len, label);
-	jp__str_add(buf, cap, len, "\n");
+	if (label != NULL) {
+		jp__str_add(buf, cap, len, "  ");
+		jp__str_add(buf, cap, len, label);
+		jp__str_add(buf, cap, len, "\n");
+	}
 	for (unsigned i = 0; i < n; i++) {
 		jp__str_add(buf, cap, len, "    #");
 		jp__str_add(buf, cap, len, jp__fmt_u64(num, i));
@@ -334,8 +336,8 @@ void jp__die_block_at(const char *what, const void *ptr, size_t size,
 	jp__str_add(buf, sizeof buf, &len, "jpsync: ");
 	jp__str_add(buf, sizeof buf, &len, line);
 	jp__str_add(buf, sizeof buf, &len, "\n");
-	unnamed = put_site(buf, sizeof buf, &len, "allocated at:", alloc_site);
-	unnamed |= put_site(buf, sizeof buf, &len,
+	unnamed = jp__put_site(buf, sizeof buf, &len, "allocated at:", alloc_site);
+	unnamed |= jp__put_site(buf, sizeof buf, &len,
 			    strcmp(what, "double free") == 0 ? "first freed at:" : "freed at:",
 			    free_site);
 	if (unnamed)

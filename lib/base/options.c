@@ -64,6 +64,13 @@ const struct jp_option_desc jp__option_table[] = {
 	    heap_profile_interval, 0, 0, (uint64_t)1 << 40,
 	    "also write a profile each time the bytes in use grow by SIZE above "
 	    "the last such profile's; 0: only at exit and on the signal"),
+	OPT("LEAKS", "leaks", NULL, JP_OPT_BOOL, false, leaks, 0, 0, 1,
+	    "report at exit the blocks no longer reachable from the program's "
+	    "data, stacks and registers, grouped by where they were allocated "
+	    "(turns on --check's block headers)"),
+	OPT("LEAKS_EXITCODE", "leaks-exitcode", "N", JP_OPT_SIZE, false, leaks_exitcode,
+	    23, 0, 255,
+	    "the exit status when leaks are found; 0 keeps the program's own"),
 	OPT("VERBOSE", "verbose", NULL, JP_OPT_BOOL, false, verbose, 0, 0, 1,
 	    "print the library's version and path, then the options in force, "
 	    "at start"),

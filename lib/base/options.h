@@ -43,6 +43,8 @@ struct jp_options {
 	bool check;		/* JPSYNC_CHECK */
 	bool verbose;		/* JPSYNC_VERBOSE */
 	bool lockdep;		/* JPSYNC_LOCKDEP */
+	bool leaks;		/* JPSYNC_LEAKS */
+	uint64_t leaks_exitcode;	/* JPSYNC_LEAKS_EXITCODE: 0 to 255 */
 	enum jp_stats_dest stats;	/* JPSYNC_STATS */
 	int stats_signal;	/* JPSYNC_STATS_SIGNAL: a signal number, 0 = off */
 	int stats_format;	/* JPSYNC_STATS_FORMAT: enum jp_stats_format */

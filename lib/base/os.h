@@ -17,6 +17,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* ---- futex (private to the process) ------------------------------------ */
@@ -163,6 +164,16 @@ const char *jp__os_program_bytes(char *buf, size_t cap);
 /* Copy the file at path (a /proc file: read to its end) to fd, through
  * raw system calls and a buffer on the stack: 0 or errno. */
 int jp__os_copy_file(const char *path, int fd);
+
+/* The whole file at path (a /proc file) into buf, NUL-terminated, by raw
+ * system calls; its length, or -1 (errno set).  A file longer than
+ * cap - 1 bytes is cut there (*cut set). */
+ssize_t jp__os_read_file(const char *path, char *buf, size_t cap, bool *cut);
+/* The kernel thread ids of this process (/proc/self/task), up to max into
+ * tids; how many there are (more than max: some left out), or -1. */
+int jp__os_tasks(int *tids, int max);
+/* Send sig to thread tid of this process: 0 or errno. */
+int jp__os_tgkill(int tid, int sig);
 
 /* The kernel thread id of the caller. */
 int jp__os_gettid(void);

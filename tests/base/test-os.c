@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,75 @@ static void test_fmt_bytes_and_str_add(void)
 	CU_ASSERT_EQUAL(len, 7);
 }
 
+/* jp__os_read_file reads a /proc file to its end, and says when cap cut
+ * it. */
+static void test_read_file(void)
+{
+	static char big[1 << 20];
+	char small[64];
+	bool cut = true;
+	ssize_t n = jp__os_read_file("/proc/self/maps", big, sizeof big, &cut);
+
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_FALSE(cut);
+	CU_ASSERT_EQUAL((size_t)n, strlen(big));
+	CU_ASSERT_EQUAL(big[n - 1], '\n');	/* whole lines */
+	n = jp__os_read_file("/proc/self/maps", small, sizeof small, &cut);
+	CU_ASSERT_EQUAL(n, (ssize_t)sizeof small - 1);
+	CU_ASSERT_TRUE(cut);
+	CU_ASSERT_EQUAL(strlen(small), sizeof small - 1);
+	CU_ASSERT_EQUAL(jp__os_read_file("/proc/self/no-such-file", small, sizeof small, &cut),
+			-1);
+}
+
+static sem_t task_started;
+static volatile int task_tid;
+static volatile sig_atomic_t task_signalled;
+
+static void task_on_signal(int sig)
+{
+	(void)sig;
+	task_signalled = 1;
+}
+
+static void *task_body(void *arg)
+{
+	(void)arg;
+	task_tid = jp__os_gettid();
+	sem_post(&task_started);
+	while (!task_signalled)
+		usleep(1000);
+	return NULL;
+}
+
+/* jp__os_tasks lists this thread and a second one; jp__os_tgkill reaches
+ * the second. */
+static void test_tasks_and_tgkill(void)
+{
+	int tids[64], n;
+	bool self = false, other = false;
+	pthread_t t;
+
+	signal(SIGUSR2, task_on_signal);
+	sem_init(&task_started, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, task_body, NULL), 0);
+	while (sem_wait(&task_started) != 0)
+		;
+	n = jp__os_tasks(tids, 64);
+	CU_ASSERT(n >= 2);
+	for (int i = 0; i < n && i < 64; i++) {
+		self |= tids[i] == jp__os_gettid();
+		other |= tids[i] == task_tid;
+	}
+	CU_ASSERT_TRUE(self);
+	CU_ASSERT_TRUE(other);
+	CU_ASSERT_EQUAL(jp__os_tasks(tids, 1), n);	/* the count, not max */
+	CU_ASSERT_EQUAL(jp__os_tgkill(task_tid, SIGUSR2), 0);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+	CU_ASSERT_TRUE(task_signalled);
+	signal(SIGUSR2, SIG_DFL);
+}
+
 static CU_TestInfo os_tests[] = {
 	{ "bytes in human units; the string builder", test_fmt_bytes_and_str_add },
 	{ "futex wait returns at once when the value differs", test_futex_value_mismatch_returns },
@@ -259,6 +329,8 @@ static CU_TestInfo os_tests[] = {
 	{ "getenv without malloc", test_getenv },
 	{ "random bytes and number formatting", test_random_and_format },
 	{ "jp__die_ptr prints one line and aborts", test_die_message },
+	{ "a /proc file read whole, or cut at cap", test_read_file },
+	{ "threads listed and signalled one by one", test_tasks_and_tgkill },
 	CU_TEST_INFO_NULL,
 };
 

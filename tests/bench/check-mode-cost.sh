@@ -4,12 +4,13 @@
 # `jpsync-run --check` and through plain `jpsync-run`, interleaved, RUNS
 # times each (default 5); prints each run's seconds (elapsed, then user +
 # system) and the medians and their ratio.  Not a test: nothing is timed in
-# make check (doc/benchmarks.md).
+# make check (doc/benchmarks.md).  MODE=--leaks measures leak mode instead.
 #
-#   cd build && sh ../tests/bench/check-mode-cost.sh [RUNS] [SIZE]
+#   cd build && [MODE=--leaks] sh ../tests/bench/check-mode-cost.sh [RUNS] [SIZE]
 set -e
 runs=${1:-5}
 size=${2:-1000000}
+mode=${MODE:---check}
 here=$(cd "$(dirname "$0")" && pwd)
 run=${JPSYNC_RUN:-shim/jpsync-run}
 cc=${CC:-gcc}
@@ -25,8 +26,8 @@ one() {
 i=0
 while [ "$i" -lt "$runs" ]; do
 	d=$(one)
-	c=$(one --check)
-	echo "run $i: default $d; check $c"
+	c=$(one "$mode")
+	echo "run $i: default $d; $mode $c"
 	echo "$d" >> "$tmp/default"
 	echo "$c" >> "$tmp/check"
 	i=$((i + 1))
@@ -34,6 +35,6 @@ done
 median() { sort -n -k"$2" "$1" | awk -v k="$2" '{ v[NR] = $k } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 de=$(median "$tmp/default" 1); dc=$(median "$tmp/default" 2)
 ce=$(median "$tmp/check" 1); cc2=$(median "$tmp/check" 2)
-echo "medians: default ${de}s elapsed, ${dc}s CPU; check ${ce}s elapsed, ${cc2}s CPU"
+echo "medians: default ${de}s elapsed, ${dc}s CPU; $mode ${ce}s elapsed, ${cc2}s CPU"
 awk -v a="$ce" -v b="$de" -v c="$cc2" -v d="$dc" \
-	'BEGIN { printf "check / default: %.2fx elapsed, %.2fx CPU\n", a / b, c / d }'
+	-v m="$mode" 'BEGIN { printf "%s / default: %.2fx elapsed, %.2fx CPU\n", m, a / b, c / d }'

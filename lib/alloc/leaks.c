@@ -1,0 +1,575 @@
+/*
+ * leaks.c - JPSYNC_LEAKS: at exit, the live blocks that nothing reaches any
+ * more, grouped by the stack that allocated them (leaks.h has the words).
+ *
+ * Leak mode is check mode (check.c): every live block has a header with a
+ * LIVE tag and the stack id of its allocation, so that a walk of the heap
+ * can tell live blocks from free ones and say where each came from.
+ *
+ * At exit (a destructor of low priority: it runs after the statistics and
+ * the heap profile of this library):
+ *   1. stop the other threads: each thread of /proc/self/task gets
+ *      LEAKS_SIG, whose handler saves its registers (the ucontext) and its
+ *      stack pointer in a slot, says so, and sleeps on a futex until the
+ *      scan is over.  A thread that does not answer within LEAKS_WAIT_MS is
+ *      reported as not scanned (it may block the signal, or be stuck);
+ *   2. list the live blocks: the registry (segment.c) names every segment
+ *      and every huge block; each segment's spans are walked block by block
+ *      (jp__check_live).  The blocks are sorted by address;
+ *   3. roots: every private writable mapping of /proc/self/maps, without
+ *      the allocator's segments and huge blocks and this scan's own memory;
+ *      a mapping that holds a thread's stack pointer is scanned from there
+ *      to its end only (below it lies dead data: a stale word there kept a
+ *      leak "reachable" on i386); the stopped threads' slots are in a
+ *      mapping of their own, which is scanned like the others;
+ *   4. every aligned word of a root that points into a live block marks it,
+ *      and marked blocks are scanned the same way through a work list;
+ *   5. the threads are let go, and the unmarked blocks are grouped by
+ *      stack id and printed, largest group first, then one summary line.
+ * Nothing here allocates: every table is mapped through the OS door.
+ */
+#include "alloc_internal.h"
+#include "leaks.h"
+#include "base/options.h"
+#include "base/stack.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define LEAKS_SIG	(SIGRTMAX - 2)
+#define LEAKS_THREADS	1024	/* threads stopped at most */
+#define LEAKS_WAIT_MS	2000	/* for all threads to answer */
+#define LEAKS_MAPS	((size_t)4 << 20)	/* /proc/self/maps, at most */
+
+/* A live block (lo to hi: the user's bytes, at least one) or a range the
+ * scan leaves out (site unused). */
+struct lk_range {
+	uintptr_t lo, hi;
+	uint32_t site;
+	uint32_t marked;
+};
+
+/* A stopped thread, as its signal handler saw it. */
+struct lk_slot {
+	_Atomic uint32_t ready;
+	int tid;
+	uintptr_t sp;
+	ucontext_t uc;		/* its registers: scanned with the slot */
+};
+
+/* One allocation stack's leaks. */
+struct lk_group {
+	uint64_t bytes, blocks;
+	uint32_t site;
+};
+
+static _Atomic uint32_t lk_hold;	/* 1 while the scan runs */
+static _Atomic uint32_t lk_answered;	/* threads that answered */
+/* Mapped at the first stop and never unmapped: a thread that answers
+ * late may still write its slot. */
+static struct lk_slot *lk_slots;
+
+/* The scan's tables (one mapping, left out of the roots). */
+static struct lk_range *blocks, *excl;
+static size_t nblocks, nexcl, cap_blocks, cap_excl;
+static uint32_t *work;
+static size_t nwork;
+
+/* ---- stopping the other threads --------------------------------------- */
+
+static void lk_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved = errno;
+	volatile uintptr_t here = 0;
+	uint32_t i = atomic_fetch_add_explicit(&lk_answered, 1, memory_order_relaxed);
+
+	(void)sig;
+	(void)si;
+	if (i < LEAKS_THREADS) {
+		lk_slots[i].tid = jp__os_gettid();
+		lk_slots[i].sp = (uintptr_t)&here;
+		memcpy(&lk_slots[i].uc, ucv, sizeof lk_slots[i].uc);
+		/* release: the scanner reads the slot after it sees ready. */
+		atomic_store_explicit(&lk_slots[i].ready, 1, memory_order_release);
+	}
+	jp__futex_wake(&lk_answered, 1);
+	while (atomic_load_explicit(&lk_hold, memory_order_acquire) != 0)
+		jp__futex_wait(&lk_hold, 1, NULL);
+	errno = saved;
+}
+
+/* Signal every other thread; returns how many were sent the signal. */
+static unsigned stop_threads(void)
+{
+	int tids[LEAKS_THREADS], self = jp__os_gettid();
+	int n = jp__os_tasks(tids, LEAKS_THREADS);
+	unsigned sent = 0;
+	struct sigaction sa;
+
+	if (n <= 1)
+		return 0;
+	if (jp__os_map((void **)&lk_slots, sizeof(struct lk_slot) * LEAKS_THREADS) != 0)
+		return 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = lk_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	sigaction(LEAKS_SIG, &sa, NULL);
+	/* release: a handler that reads 1 (acquire) also sees the slots
+	 * mapped and the handler installed. */
+	atomic_store_explicit(&lk_hold, 1, memory_order_release);
+	for (int i = 0; i < n && i < LEAKS_THREADS; i++)
+		if (tids[i] != self && jp__os_tgkill(tids[i], LEAKS_SIG) == 0)
+			sent++;
+	return sent;
+}
+
+/* Wait for the sent threads to answer, LEAKS_WAIT_MS at most; returns
+ * how many did. */
+static unsigned wait_threads(unsigned sent)
+{
+	uint64_t end = jp__os_now_ns() + (uint64_t)LEAKS_WAIT_MS * 1000000;
+	uint32_t got;
+
+	while ((got = atomic_load_explicit(&lk_answered, memory_order_acquire)) < sent) {
+		uint64_t now = jp__os_now_ns(), at = now + 10000000;
+		struct timespec dl;
+
+		if (now >= end)
+			break;
+		/* jp__futex_wait's deadline is on CLOCK_MONOTONIC, as
+		 * jp__os_now_ns. */
+		dl.tv_sec = (time_t)(at / 1000000000);
+		dl.tv_nsec = (long)(at % 1000000000);
+		jp__futex_wait(&lk_answered, got, &dl);
+	}
+	return got < sent ? got : sent;
+}
+
+static void release_threads(void)
+{
+	atomic_store_explicit(&lk_hold, 0, memory_order_release);
+	jp__futex_wake(&lk_hold, INT_MAX);
+}
+
+/* ---- sorting without allocating ----------------------------------------- */
+
+typedef bool (*lk_less)(const void *a, const void *b);
+
+static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
+{
+	for (size_t i = 0; i < size; i++) {
+		unsigned char t = a[i];
+
+		a[i] = b[i];
+		b[i] = t;
+	}
+}
+
+static void sift(unsigned char *base, size_t size, size_t root, size_t n, lk_less less)
+{
+	for (size_t child; (child = 2 * root + 1) < n; root = child) {
+		if (child + 1 < n && less(base + child * size, base + (child + 1) * size))
+			child++;
+		if (!less(base + root * size, base + child * size))
+			return;
+		swap_bytes(base + root * size, base + child * size, size);
+	}
+}
+
+/* Heapsort: qsort may allocate (glibc's merge sort does). */
+static void sort(void *v, size_t n, size_t size, lk_less less)
+{
+	unsigned char *base = v;
+
+	for (size_t i = n / 2; i-- > 0;)
+		sift(base, size, i, n, less);
+	for (size_t i = n; i-- > 1;) {
+		swap_bytes(base, base + i * size, size);
+		sift(base, size, 0, i, less);
+	}
+}
+
+static bool range_less(const void *a, const void *b)
+{
+	return ((const struct lk_range *)a)->lo < ((const struct lk_range *)b)->lo;
+}
+
+/* ---- the live blocks -------------------------------------------------- */
+
+static void add_block(uintptr_t user, size_t n, uint32_t site)
+{
+	if (nblocks < cap_blocks)
+		blocks[nblocks] = (struct lk_range){ user, user + (n != 0 ? n : 1), site, 0 };
+	nblocks++;
+}
+
+static void add_excl(uintptr_t lo, size_t len)
+{
+	if (nexcl < cap_excl)
+		excl[nexcl] = (struct lk_range){ lo, lo + len, 0, 0 };
+	nexcl++;
+}
+
+static void walk_segment(struct jp_segment *seg)
+{
+	if (seg->magic != JP_SEG_MAGIC)
+		return;
+	add_excl((uintptr_t)seg, JP_SEG_SIZE);
+	for (unsigned i = 1; i < JP_NSLICES; i++) {
+		const struct jp_span *s = seg->slice_span[i];
+		uintptr_t start, user;
+		size_t n;
+		uint32_t site;
+
+		if (s == NULL || s == &jp__no_span || s->slice != i || s->bsize == 0 ||
+		    s->limit == 0)
+			continue;
+		start = jp__span_start(s);
+		for (uint32_t k = 0; k < s->nblocks; k++)
+			if (jp__check_live((const unsigned char *)(start + (uintptr_t)k * s->bsize),
+					   s->bsize, &user, &n, &site))
+				add_block(user, n, site);
+	}
+}
+
+static void walk_huge(const struct jp_huge *h)
+{
+	if (h->magic != JP_HUGE_MAGIC)
+		return;
+	add_excl((uintptr_t)h->base, h->map_size);
+	add_block((uintptr_t)jp__huge_user(h), h->req, h->alloc_site);
+}
+
+/* Every segment and huge block, through the registry (a chunk's byte says
+ * what starts there). */
+static void walk_heap(void)
+{
+	nblocks = nexcl = 0;
+	for (size_t c = 0; c < JP_REG_N; c += 8) {
+		uint64_t w;
+
+		/* Eight bytes at a time: the registry is mostly zero. */
+		memcpy(&w, &jp__registry[c], sizeof w);
+		if (w == 0)
+			continue;
+		for (size_t j = c; j < c + 8; j++) {
+			uintptr_t a = (uintptr_t)j << JP_SEG_SHIFT;
+
+			switch (jp__registry[j]) {
+			case JP_REG_SMALL:
+				walk_segment((struct jp_segment *)a);
+				break;
+			case JP_REG_HUGE:
+				walk_huge((const struct jp_huge *)a);
+				break;
+			case JP_REG_HUGE_PREV:
+				walk_huge((const struct jp_huge *)(a - JP_SEG_SIZE));
+				break;
+			default:
+				break;
+			}
+		}
+	}
+}
+
+/* ---- the scan --------------------------------------------------------- */
+
+/* The live block a word points into, or NULL. */
+static struct lk_range *block_at(uintptr_t w)
+{
+	size_t lo = 0, hi = nblocks;
+
+	if (nblocks == 0 || w < blocks[0].lo)
+		return NULL;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (blocks[mid].lo <= w)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return w < blocks[lo].hi ? &blocks[lo] : NULL;
+}
+
+static void scan_words(uintptr_t lo, uintptr_t hi)
+{
+	lo = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+	for (uintptr_t p = lo; p + sizeof(uintptr_t) <= hi; p += sizeof(uintptr_t)) {
+		struct lk_range *b = block_at(*(const uintptr_t *)p);
+
+		if (b != NULL && !b->marked) {
+			b->marked = 1;
+			work[nwork++] = (uint32_t)(b - blocks);
+		}
+	}
+}
+
+/* A root, less the ranges left out (sorted, not overlapping). */
+static void scan_root(uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < nexcl && lo < hi; i++) {
+		if (excl[i].hi <= lo)
+			continue;
+		if (excl[i].lo >= hi)
+			break;
+		if (excl[i].lo > lo)
+			scan_words(lo, excl[i].lo);
+		lo = excl[i].hi;
+	}
+	if (lo < hi)
+		scan_words(lo, hi);
+}
+
+static void propagate(void)
+{
+	while (nwork > 0) {
+		const struct lk_range *b = &blocks[work[--nwork]];
+
+		scan_words(b->lo, b->hi);
+	}
+}
+
+static uintptr_t hex(const char **s)
+{
+	uintptr_t v = 0;
+
+	for (;; (*s)++) {
+		char c = **s;
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+/* The lowest stack pointer in [lo, hi) among the threads (this one
+ * included, at sp), or hi when none is there. */
+static uintptr_t stack_start(uintptr_t lo, uintptr_t hi, uintptr_t sp, unsigned nslots)
+{
+	uintptr_t best = sp >= lo && sp < hi ? sp : hi;
+
+	for (unsigned i = 0; i < nslots; i++) {
+		uintptr_t t = lk_slots[i].sp;
+
+		if (atomic_load_explicit(&lk_slots[i].ready, memory_order_acquire) &&
+		    t >= lo && t < hi && t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* Every private writable mapping of maps (its text), a thread's stack from
+ * its stack pointer up.  Not inlined: this frame is below the caller's,
+ * where its registers were spilled, so that its stack is scanned from
+ * below them. */
+static __attribute__((noinline)) void scan_maps(char *maps, unsigned nslots)
+{
+	volatile uintptr_t here = 0;
+	uintptr_t sp = (uintptr_t)&here;
+
+	for (char *line = maps; *line != '\0';) {
+		const char *s = line;
+		char *nl = strchr(line, '\n');
+		uintptr_t lo = hex(&s), hi, from;
+
+		hi = *s == '-' ? (s++, hex(&s)) : 0;
+		line = nl != NULL ? nl + 1 : line + strlen(line);
+		/* "lo-hi rw-p ...": readable, writable, private. */
+		if (*s != ' ' || s[1] != 'r' || s[2] != 'w' || s[4] != 'p' || hi <= lo)
+			continue;
+		from = stack_start(lo, hi, sp, nslots);
+		scan_root(from < hi ? from : lo, hi);
+	}
+}
+
+/* ---- the report ------------------------------------------------------- */
+
+static bool group_less(const void *a, const void *b)
+{
+	const struct lk_group *x = a, *y = b;
+
+	/* Largest first: the sort is ascending, so "less" is "larger". */
+	return x->bytes != y->bytes ? x->bytes > y->bytes : x->site < y->site;
+}
+
+static bool site_less(const void *a, const void *b)
+{
+	return ((const struct lk_range *)a)->site < ((const struct lk_range *)b)->site;
+}
+
+static void put_num(char *buf, size_t cap, size_t *len, uint64_t v)
+{
+	char num[24];
+
+	jp__str_add(buf, cap, len, jp__fmt_u64(num, v));
+}
+
+/* The leaks (blocks unmarked), grouped by site into groups; returns the
+ * number of leaked blocks and their bytes in *bytes.  Reorders blocks. */
+static uint64_t report(struct lk_group *groups, uint64_t *bytes, unsigned unscanned)
+{
+	char buf[4096];
+	size_t len, ng = 0, nleak = 0;
+	uint64_t total = 0, reach = 0, reach_bytes = 0;
+	uintptr_t pc;
+	bool unnamed = false;
+
+	for (size_t i = 0; i < nblocks; i++) {
+		if (blocks[i].marked) {
+			reach++;
+			reach_bytes += blocks[i].hi - blocks[i].lo;
+		} else
+			blocks[nleak++] = blocks[i];
+	}
+	sort(blocks, nleak, sizeof *blocks, site_less);
+	for (size_t i = 0; i < nleak; i++) {
+		if (ng == 0 || groups[ng - 1].site != blocks[i].site)
+			groups[ng++] = (struct lk_group){ 0, 0, blocks[i].site };
+		groups[ng - 1].bytes += blocks[i].hi - blocks[i].lo;
+		groups[ng - 1].blocks++;
+		total += blocks[i].hi - blocks[i].lo;
+	}
+	sort(groups, ng, sizeof *groups, group_less);
+	for (size_t g = 0; g < ng; g++) {
+		len = 0;
+		buf[0] = '\0';
+		jp__str_add(buf, sizeof buf, &len, g == 0 ? "\nDirect leak: " : "Direct leak: ");
+		put_num(buf, sizeof buf, &len, groups[g].bytes);
+		jp__str_add(buf, sizeof buf, &len, " bytes in ");
+		put_num(buf, sizeof buf, &len, groups[g].blocks);
+		jp__str_add(buf, sizeof buf, &len, groups[g].blocks == 1 ? " block" : " blocks");
+		if (jp__stack_depot_get(groups[g].site, &pc, 1) == 0)
+			jp__str_add(buf, sizeof buf, &len, ", allocated at: (no stack recorded)\n");
+		else {
+			jp__str_add(buf, sizeof buf, &len, ", allocated at:\n");
+			unnamed |= jp__put_site(buf, sizeof buf, &len, NULL, groups[g].site);
+		}
+		jp__str_add(buf, sizeof buf, &len, "\n");
+		jp__os_write(2, buf, len);
+	}
+	len = 0;
+	buf[0] = '\0';
+	if (unnamed)
+		jp__str_add(buf, sizeof buf, &len, "(for file(+0xoff): addr2line -f -e file"
+			    " +0xoff; link with -rdynamic for names)\n");
+	if (unscanned != 0) {
+		jp__str_add(buf, sizeof buf, &len, "jpsync: leaks: ");
+		put_num(buf, sizeof buf, &len, unscanned);
+		jp__str_add(buf, sizeof buf, &len, " threads not scanned (they did not stop "
+			    "within 2 s): their stacks were read whole, while running\n");
+	}
+	jp__str_add(buf, sizeof buf, &len, "jpsync: leaks: ");
+	put_num(buf, sizeof buf, &len, total);
+	jp__str_add(buf, sizeof buf, &len, " bytes in ");
+	put_num(buf, sizeof buf, &len, nleak);
+	jp__str_add(buf, sizeof buf, &len, " blocks (");
+	put_num(buf, sizeof buf, &len, reach);
+	jp__str_add(buf, sizeof buf, &len, " reachable blocks, ");
+	put_num(buf, sizeof buf, &len, reach_bytes);
+	jp__str_add(buf, sizeof buf, &len, " bytes, not reported)\n");
+	jp__os_write(2, buf, len);
+	*bytes = total;
+	return nleak;
+}
+
+/* The scan proper, with this thread's callee-saved registers on its stack
+ * (__builtin_unwind_init spills them) below sp. */
+static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
+					       unsigned unscanned)
+{
+	void *mem;
+	size_t size;
+	uint64_t leaked = 0, bytes;
+
+	__builtin_unwind_init();
+	/* Count, map the tables, then fill them: the first walk tells the
+	 * sizes (each block and each left-out range once). */
+	cap_blocks = cap_excl = 0;
+	walk_heap();
+	cap_blocks = nblocks;
+	cap_excl = nexcl + 3;
+	size = cap_blocks * (sizeof *blocks + sizeof *work + sizeof(struct lk_group)) +
+	       cap_excl * sizeof *excl + 64;
+	size = (size + jp__os_page_size() - 1) & ~(jp__os_page_size() - 1);
+	if (jp__os_map(&mem, size) != 0) {
+		jp__os_puts(2, "jpsync: leaks: no memory for the scan; no report\n");
+		return 0;
+	}
+	blocks = mem;
+	excl = (struct lk_range *)(blocks + cap_blocks);
+	work = (uint32_t *)(excl + cap_excl);
+	walk_heap();
+	if (nblocks > cap_blocks)
+		nblocks = cap_blocks;	/* a thread that did not stop allocated */
+	if (nexcl > cap_excl - 3)
+		nexcl = cap_excl - 3;
+	add_excl((uintptr_t)mem, size);
+	/* Bytes, not pointers: 64 MiB of words not worth reading. */
+	add_excl((uintptr_t)jp__registry, JP_REG_N);
+	add_excl((uintptr_t)maps, LEAKS_MAPS);
+	sort(blocks, nblocks, sizeof *blocks, range_less);
+	sort(excl, nexcl, sizeof *excl, range_less);
+	nwork = 0;
+	scan_maps(maps, nslots);
+	propagate();
+	/* The verdicts are in this scan's tables: the threads may run on
+	 * while the report names the frames (dladdr takes the loader's
+	 * lock, which a stopped thread might hold). */
+	release_threads();
+	/* The groups after the work list, 16-byte aligned (the 64 bytes
+	 * of slack above): a 64-bit field, and copies of the struct the
+	 * compiler may do with aligned vector stores. */
+	leaked = report((struct lk_group *)(((uintptr_t)(work + cap_blocks) + 15) &
+					    ~(uintptr_t)15), &bytes, unscanned);
+	jp__os_unmap(mem, size);
+	return leaked;
+}
+
+int jp__leaks_report(void)
+{
+	unsigned sent = stop_threads(), got = sent != 0 ? wait_threads(sent) : 0;
+	void *maps = NULL;
+	bool cut = false;
+	uint64_t leaked = 0;
+
+	if (jp__os_map(&maps, LEAKS_MAPS) != 0 ||
+	    jp__os_read_file("/proc/self/maps", maps, LEAKS_MAPS, &cut) < 0)
+		jp__os_puts(2, "jpsync: leaks: cannot read /proc/self/maps; no report\n");
+	else
+		leaked = scan(maps, got < LEAKS_THREADS ? got : LEAKS_THREADS, sent - got);
+	if (cut)
+		jp__os_puts(2, "jpsync: leaks: /proc/self/maps cut at 4 MiB: some roots "
+			       "were not scanned\n");
+	if (maps != NULL)
+		jp__os_unmap(maps, LEAKS_MAPS);
+	release_threads();
+	return leaked != 0 ? (int)jp__options()->leaks_exitcode : 0;
+}
+
+/* After this library's other destructors (priority 101 runs last of
+ * them): the statistics and the heap profile are written first. */
+__attribute__((destructor(101))) static void leaks_at_exit(void)
+{
+	int code;
+
+	if (!jp__ag.leaks)
+		return;
+	code = jp__leaks_report();
+	if (code != 0) {
+		/* The program's buffered output, which exit would flush
+		 * after the destructors. */
+		fflush(NULL);
+		_exit(code);
+	}
+}

@@ -1,0 +1,25 @@
+/*
+ * leaks.h - JPSYNC_LEAKS: the leak report at exit (leaks.c).
+ *
+ * Vocabulary: a live block is one check mode's header calls live
+ * (check.c); a root is memory the program reaches without the heap: the
+ * writable mappings of every loaded object (data, bss, TLS, anonymous
+ * mappings) and the stacks and saved registers of its threads; a block is
+ * reachable when a root or a reachable block holds an aligned word that
+ * points into its bytes (an interior pointer counts, as in LeakSanitizer);
+ * a leak is a live block that is not reachable.
+ */
+#ifndef JP_LEAKS_H
+#define JP_LEAKS_H
+
+#include "alloc_types.h"
+
+#pragma GCC visibility push(hidden)
+
+/* Scan, print the report on stderr and give the exit status it asks for:
+ * 0 when nothing leaked or JPSYNC_LEAKS_EXITCODE is 0. */
+int jp__leaks_report(void);
+
+#pragma GCC visibility pop
+
+#endif /* JP_LEAKS_H */

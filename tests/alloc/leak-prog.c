@@ -1,0 +1,140 @@
+/*
+ * leak-prog.c - known leaks for tests/alloc/test-leaks.sh, run under
+ * jpsync-run --leaks.  Its first argument says what it does:
+ *   leak    leak_three drops 3 blocks of 100, 200 and 1048576 bytes (the
+ *           last above the largest class: a huge block), 1048876 in all;
+ *   reach   keep_global keeps 3 blocks (a huge one holding a fourth)
+ *           through a global, and a second thread, still running at exit, holds a
+ *           fifth on its stack only: no leak;
+ *   blocked as reach, but the second thread blocks every signal: it
+ *           cannot be stopped, and is scanned whole, running;
+ *   thread  a second thread drops 2 blocks of 1000 bytes in
+ *           leak_in_thread, then ends (joined): a 2000-byte leak.
+ * A dropped pointer may survive in a dead stack slot or a register and
+ * keep its block "reachable" (it did on i386): each leaking function is
+ * not inlined, and is followed by one that overwrites 64 KiB of stack
+ * (16 KiB was not enough: the first allocation of a thread runs the
+ * unwinder and the lazy binder about 19 KiB below the caller)
+ * and one that loads zeros into registers.
+ */
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void *keep[3];
+
+void clobber_stack(void);
+void clear_registers(void);
+void leak_three(void);
+void keep_global(void);
+void leak_in_thread(void);
+
+__attribute__((noinline)) void clobber_stack(void)
+{
+	volatile char buf[65536];
+
+	memset((char *)buf, 0, sizeof buf);
+	__asm__ volatile("" : : "r"(buf) : "memory");
+}
+
+__attribute__((noinline)) void clear_registers(void)
+{
+	volatile uintptr_t z = 0;
+	uintptr_t a = z, b = z, c = z, d = z, e = z;
+
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e));
+}
+
+__attribute__((noinline)) void leak_three(void)
+{
+	static const size_t sizes[3] = { 100, 200, (size_t)1 << 20 };
+
+	for (int i = 0; i < 3; i++) {
+		char *volatile p = malloc(sizes[i]);
+
+		memset(p, i + 1, sizes[i]);
+		p = NULL;
+	}
+}
+
+__attribute__((noinline)) void keep_global(void)
+{
+	keep[0] = malloc(64);
+	keep[1] = malloc(64);
+	keep[2] = malloc((size_t)1 << 20);	/* a huge block */
+	/* Reached only through a reachable (huge) block, and at an
+	 * interior offset. */
+	((char **)keep[2])[1000] = (char *)malloc(500) + 10;
+}
+
+static sem_t started;
+
+__attribute__((noinline)) static void *hold_on_stack(void *arg)
+{
+	void *volatile mine = malloc(4000);
+
+	(void)arg;
+	memset(mine, 7, 4000);
+	sem_post(&started);
+	for (;;)
+		pause();	/* still running when main exits */
+	return NULL;
+}
+
+static void *block_and_hold(void *arg)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	return hold_on_stack(arg);
+}
+
+__attribute__((noinline)) void leak_in_thread(void)
+{
+	for (int i = 0; i < 2; i++) {
+		char *volatile p = malloc(1000);
+
+		memset(p, 9, 1000);
+		p = NULL;
+	}
+}
+
+static void *thread_leaks(void *arg)
+{
+	(void)arg;
+	leak_in_thread();
+	clobber_stack();
+	clear_registers();
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "leak";
+	pthread_t t;
+
+	if (strcmp(what, "leak") == 0) {
+		leak_three();
+	} else if (strcmp(what, "reach") == 0 || strcmp(what, "blocked") == 0) {
+		keep_global();
+		sem_init(&started, 0, 0);
+		if (pthread_create(&t, NULL, what[0] == 'r' ? hold_on_stack : block_and_hold,
+				   NULL) != 0)
+			return 1;
+		while (sem_wait(&started) != 0)
+			;
+	} else if (strcmp(what, "thread") == 0) {
+		if (pthread_create(&t, NULL, thread_leaks, NULL) != 0 ||
+		    pthread_join(t, NULL) != 0)
+			return 1;
+	} else
+		return 2;
+	clobber_stack();
+	clear_registers();
+	return 0;
+}
