@@ -5,17 +5,9 @@
 # (KIND:P:C:16) batches of 16, interleaved and repeated; then, once, the CPU
 # time of a jp_mpsc/jp_mpmc caller blocked for 2 seconds (the wait rows).
 set -u
-: "${top_builddir:=.}"
-REPS=${JPSYNC_BENCH_REPS:-5}
-QUICK=${JPSYNC_BENCH_QUICK:-0}
-OUT=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}
-prog="$top_builddir/tests/bench/queue-bench"
 name=queue-bench
-mkdir -p "$OUT"
-csv="$OUT/$name.csv"
-notes="$OUT/$name.notes"
-echo "benchmark,workload,threads,implementation,repetition,value,unit,better,peak_rss_kb" > "$csv"
-: > "$notes"
+. "$(dirname "$0")/driver-common.sh"
+prog="$top_builddir/tests/bench/queue-bench"
 
 items=2000000
 limit=${JPSYNC_BENCH_TIMEOUT_RUN:-60}	# seconds per run
@@ -23,7 +15,7 @@ limit=${JPSYNC_BENCH_TIMEOUT_RUN:-60}	# seconds per run
 # never shares a core; see doc/benchmarks.md for why the spsc row needs it).
 workloads="spsc:1:1 spsc:1:1:1:pin spsc:1:1:16 mpsc:1:1 mpsc:2:1 mpmc:1:1 mpmc:1:1:1:pin mpmc:1:1:16 mpmc:2:1 mpmc:2:1:16 mpmc:2:2 mpmc:4:4"
 wait_s=2
-if [ "$QUICK" = 1 ]; then
+if [ "$quick" = 1 ]; then
   items=100000
   workloads="spsc:1:1 spsc:1:1:1:pin spsc:1:1:16 mpsc:2:1 mpmc:2:2"
   wait_s=0.5
@@ -41,7 +33,7 @@ done
 
 fail=0
 rep=1
-while [ "$rep" -le "$REPS" ]; do
+while [ "$rep" -le "$reps" ]; do
   for w in $workloads; do
     kind=${w%%:*}; r=${w#*:}; p=${r%%:*}; r=${r#*:}; c=${r%%:*}
     batch=1; pin=0
