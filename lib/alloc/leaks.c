@@ -8,16 +8,20 @@
  *
  * At exit (a destructor of low priority: it runs after the statistics and
  * the heap profile of this library):
- *   1. stop the other threads: each thread of /proc/self/task gets
- *      LEAKS_SIG, whose handler saves its registers (the ucontext) and its
- *      stack pointer in a slot, says so, and sleeps on a futex until the
- *      scan is over.  A thread that does not answer within LEAKS_WAIT_MS is
- *      reported as not scanned (it may block the signal, or be stuck);
+ *   1. stop the other threads (leaks_stop.c): each one's registers and
+ *      stack pointer are kept in a slot while it sleeps until the scan is
+ *      over; one that does not answer in time is reported as not scanned
+ *      (it may block the signal, or be stuck);
  *   2. list the live blocks: the registry (segment.c) names every segment
  *      and every huge block; each segment's spans are walked block by block
  *      (jp__check_live).  The blocks are sorted by address;
  *   3. roots: every private writable mapping of /proc/self/maps, without
  *      the allocator's segments and huge blocks and this scan's own memory;
+ *      of a mapping of a file, only the bytes of the loaded objects'
+ *      writable segments (dl_iterate_phdr, asked before the threads stop:
+ *      it takes the loader's lock): the rest of the page after an object's
+ *      data holds bytes of the file, and a word there that looked like a
+ *      pointer into a block kept a leak "reachable" on i386;
  *      a mapping that holds a thread's stack pointer is scanned from there
  *      to its end only (below it lies dead data: a stale word there kept a
  *      leak "reachable" on i386); the stopped threads' slots are in a
@@ -33,18 +37,12 @@
 #include "base/options.h"
 #include "base/stack.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <signal.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <ucontext.h>
 #include <unistd.h>
 
-#define LEAKS_SIG	(SIGRTMAX - 2)
-#define LEAKS_THREADS	1024	/* threads stopped at most */
-#define LEAKS_WAIT_MS	2000	/* for all threads to answer */
 #define LEAKS_MAPS	((size_t)4 << 20)	/* /proc/self/maps, at most */
 
 /* A live block (lo to hi: the user's bytes, at least one) or a range the
@@ -55,13 +53,6 @@ struct lk_range {
 	uint32_t marked;
 };
 
-/* A stopped thread, as its signal handler saw it. */
-struct lk_slot {
-	_Atomic uint32_t ready;
-	int tid;
-	uintptr_t sp;
-	ucontext_t uc;		/* its registers: scanned with the slot */
-};
 
 /* One allocation stack's leaks. */
 struct lk_group {
@@ -69,11 +60,6 @@ struct lk_group {
 	uint32_t site;
 };
 
-static _Atomic uint32_t lk_hold;	/* 1 while the scan runs */
-static _Atomic uint32_t lk_answered;	/* threads that answered */
-/* Mapped at the first stop and never unmapped: a thread that answers
- * late may still write its slot. */
-static struct lk_slot *lk_slots;
 
 /* The scan's tables (one mapping, left out of the roots). */
 static struct lk_range *blocks, *excl;
@@ -81,81 +67,37 @@ static size_t nblocks, nexcl, cap_blocks, cap_excl;
 static uint32_t *work;
 static size_t nwork;
 
-/* ---- stopping the other threads --------------------------------------- */
+/* The loaded objects' writable segments (LEAKS_SEGS at most; nsegs 0 when
+ * dl_iterate_phdr gave none: a file's mapping is then scanned whole). */
+#define LEAKS_SEGS	4096
+static struct lk_range *segs;
+static size_t nsegs;
 
-static void lk_handler(int sig, siginfo_t *si, void *ucv)
+static int add_segs(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	int saved = errno;
-	volatile uintptr_t here = 0;
-	uint32_t i = atomic_fetch_add_explicit(&lk_answered, 1, memory_order_relaxed);
+	(void)size;
+	(void)arg;
+	for (unsigned i = 0; i < info->dlpi_phnum && nsegs < LEAKS_SEGS; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
-	(void)sig;
-	(void)si;
-	if (i < LEAKS_THREADS) {
-		lk_slots[i].tid = jp__os_gettid();
-		lk_slots[i].sp = (uintptr_t)&here;
-		memcpy(&lk_slots[i].uc, ucv, sizeof lk_slots[i].uc);
-		/* release: the scanner reads the slot after it sees ready. */
-		atomic_store_explicit(&lk_slots[i].ready, 1, memory_order_release);
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) != 0 && ph->p_memsz != 0) {
+			segs[nsegs].lo = info->dlpi_addr + ph->p_vaddr;
+			segs[nsegs].hi = segs[nsegs].lo + ph->p_memsz;
+			nsegs++;
+		}
 	}
-	jp__futex_wake(&lk_answered, 1);
-	while (atomic_load_explicit(&lk_hold, memory_order_acquire) != 0)
-		jp__futex_wait(&lk_hold, 1, NULL);
-	errno = saved;
+	return 0;
 }
 
-/* Signal every other thread; returns how many were sent the signal. */
-static unsigned stop_threads(void)
+static void find_segs(void)
 {
-	int tids[LEAKS_THREADS], self = jp__os_gettid();
-	int n = jp__os_tasks(tids, LEAKS_THREADS);
-	unsigned sent = 0;
-	struct sigaction sa;
+	void *m;
 
-	if (n <= 1)
-		return 0;
-	if (jp__os_map((void **)&lk_slots, sizeof(struct lk_slot) * LEAKS_THREADS) != 0)
-		return 0;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = lk_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	sigaction(LEAKS_SIG, &sa, NULL);
-	/* release: a handler that reads 1 (acquire) also sees the slots
-	 * mapped and the handler installed. */
-	atomic_store_explicit(&lk_hold, 1, memory_order_release);
-	for (int i = 0; i < n && i < LEAKS_THREADS; i++)
-		if (tids[i] != self && jp__os_tgkill(tids[i], LEAKS_SIG) == 0)
-			sent++;
-	return sent;
-}
-
-/* Wait for the sent threads to answer, LEAKS_WAIT_MS at most; returns
- * how many did. */
-static unsigned wait_threads(unsigned sent)
-{
-	uint64_t end = jp__os_now_ns() + (uint64_t)LEAKS_WAIT_MS * 1000000;
-	uint32_t got;
-
-	while ((got = atomic_load_explicit(&lk_answered, memory_order_acquire)) < sent) {
-		uint64_t now = jp__os_now_ns(), at = now + 10000000;
-		struct timespec dl;
-
-		if (now >= end)
-			break;
-		/* jp__futex_wait's deadline is on CLOCK_MONOTONIC, as
-		 * jp__os_now_ns. */
-		dl.tv_sec = (time_t)(at / 1000000000);
-		dl.tv_nsec = (long)(at % 1000000000);
-		jp__futex_wait(&lk_answered, got, &dl);
-	}
-	return got < sent ? got : sent;
-}
-
-static void release_threads(void)
-{
-	atomic_store_explicit(&lk_hold, 0, memory_order_release);
-	jp__futex_wake(&lk_hold, INT_MAX);
+	nsegs = 0;
+	if (jp__os_map(&m, LEAKS_SEGS * sizeof *segs) != 0)
+		return;
+	segs = m;
+	dl_iterate_phdr(add_segs, NULL);
 }
 
 /* ---- sorting without allocating ----------------------------------------- */
@@ -360,13 +302,43 @@ static uintptr_t stack_start(uintptr_t lo, uintptr_t hi, uintptr_t sp, unsigned 
 	uintptr_t best = sp >= lo && sp < hi ? sp : hi;
 
 	for (unsigned i = 0; i < nslots; i++) {
-		uintptr_t t = lk_slots[i].sp;
+		uintptr_t t = jp__leaks_slots[i].sp;
 
-		if (atomic_load_explicit(&lk_slots[i].ready, memory_order_acquire) &&
+		if (atomic_load_explicit(&jp__leaks_slots[i].ready, memory_order_acquire) &&
 		    t >= lo && t < hi && t < best)
 			best = t;
 	}
 	return best;
+}
+
+/* The inode field of a maps line, s at the space after its range. */
+static unsigned long maps_inode(const char *s)
+{
+	unsigned long v = 0;
+
+	for (int field = 0; field < 3; field++) {	/* perms, offset, dev */
+		while (*s == ' ')
+			s++;
+		while (*s != ' ' && *s != '\n' && *s != '\0')
+			s++;
+	}
+	while (*s == ' ')
+		s++;
+	while (*s >= '0' && *s <= '9')
+		v = v * 10 + (unsigned long)(*s++ - '0');
+	return v;
+}
+
+/* A mapping of a file: the writable segments within [lo, hi) only. */
+static void scan_file(uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < nsegs; i++) {
+		uintptr_t a = segs[i].lo > lo ? segs[i].lo : lo;
+		uintptr_t b = segs[i].hi < hi ? segs[i].hi : hi;
+
+		if (a < b)
+			scan_root(a, b);
+	}
 }
 
 /* Every private writable mapping of maps (its text), a thread's stack from
@@ -388,6 +360,10 @@ static __attribute__((noinline)) void scan_maps(char *maps, unsigned nslots)
 		/* "lo-hi rw-p ...": readable, writable, private. */
 		if (*s != ' ' || s[1] != 'r' || s[2] != 'w' || s[4] != 'p' || hi <= lo)
 			continue;
+		if (nsegs != 0 && maps_inode(s) != 0) {
+			scan_file(lo, hi);
+			continue;
+		}
 		from = stack_start(lo, hi, sp, nslots);
 		scan_root(from < hi ? from : lo, hi);
 	}
@@ -498,7 +474,7 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	cap_blocks = cap_excl = 0;
 	walk_heap();
 	cap_blocks = nblocks;
-	cap_excl = nexcl + 3;
+	cap_excl = nexcl + 4;
 	size = cap_blocks * (sizeof *blocks + sizeof *work + sizeof(struct lk_group)) +
 	       cap_excl * sizeof *excl + 64;
 	size = (size + jp__os_page_size() - 1) & ~(jp__os_page_size() - 1);
@@ -512,8 +488,10 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	walk_heap();
 	if (nblocks > cap_blocks)
 		nblocks = cap_blocks;	/* a thread that did not stop allocated */
-	if (nexcl > cap_excl - 3)
-		nexcl = cap_excl - 3;
+	if (nexcl > cap_excl - 4)
+		nexcl = cap_excl - 4;
+	if (segs != NULL)
+		add_excl((uintptr_t)segs, LEAKS_SEGS * sizeof *segs);
 	add_excl((uintptr_t)mem, size);
 	/* Bytes, not pointers: 64 MiB of words not worth reading. */
 	add_excl((uintptr_t)jp__registry, JP_REG_N);
@@ -526,7 +504,7 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	/* The verdicts are in this scan's tables: the threads may run on
 	 * while the report names the frames (dladdr takes the loader's
 	 * lock, which a stopped thread might hold). */
-	release_threads();
+	jp__leaks_release();
 	/* The groups after the work list, 16-byte aligned (the 64 bytes
 	 * of slack above): a 64-bit field, and copies of the struct the
 	 * compiler may do with aligned vector stores. */
@@ -538,11 +516,14 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 
 int jp__leaks_report(void)
 {
-	unsigned sent = stop_threads(), got = sent != 0 ? wait_threads(sent) : 0;
+	unsigned sent, got;
 	void *maps = NULL;
 	bool cut = false;
 	uint64_t leaked = 0;
 
+	find_segs();
+	sent = jp__leaks_stop();
+	got = sent != 0 ? jp__leaks_wait(sent) : 0;
 	if (jp__os_map(&maps, LEAKS_MAPS) != 0 ||
 	    jp__os_read_file("/proc/self/maps", maps, LEAKS_MAPS, &cut) < 0)
 		jp__os_puts(2, "jpsync: leaks: cannot read /proc/self/maps; no report\n");
@@ -553,7 +534,9 @@ int jp__leaks_report(void)
 			       "were not scanned\n");
 	if (maps != NULL)
 		jp__os_unmap(maps, LEAKS_MAPS);
-	release_threads();
+	if (segs != NULL)
+		jp__os_unmap(segs, LEAKS_SEGS * sizeof *segs);
+	jp__leaks_release();
 	return leaked != 0 ? (int)jp__options()->leaks_exitcode : 0;
 }
 
