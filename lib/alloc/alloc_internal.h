@@ -456,6 +456,9 @@ void jp__live_add(uint64_t delta);
 /* Give the pages of [addr, addr + size) back and make it inaccessible (it
  * stays reserved). */
 int jp__os_protect_none(void *addr, size_t size);
+/* Make the range inaccessible (access false) or readable and writable
+ * again, its pages kept. */
+int jp__os_protect(void *addr, size_t size, bool access);
 int jp__os_dup_high(int fd, int min, uint64_t id[2]);
 int jp__os_fd_is(int fd, const uint64_t id[2]);
 

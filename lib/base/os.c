@@ -467,6 +467,7 @@ int jp__os_gettid(void)
  * declared in os.h, jp__os_protect_none in alloc_internal.h. */
 
 int jp__os_protect_none(void *addr, size_t size);
+int jp__os_protect(void *addr, size_t size, bool access);
 
 /*
  * Grow or shrink a mapping where it is; ENOMEM when it cannot grow there.
@@ -508,6 +509,13 @@ int jp__os_protect_none(void *addr, size_t size)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? errno : 0;
+}
+
+/* Make [addr, addr + size) inaccessible (access false) or readable and
+ * writable again, its pages kept (the huge cache's mappings). */
+int jp__os_protect(void *addr, size_t size, bool access)
+{
+	return mprotect(addr, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0 ? 0 : errno;
 }
 
 /* ---- queue (data flow): asymmetric fences ------------------------------- */
