@@ -122,6 +122,7 @@ int jp__os_map(void **addr, size_t size)
  * hint is only a worse guess.
  */
 static _Atomic uintptr_t map_hint;
+#define HINT_FLOOR	((uintptr_t)1 << 30)	/* no hint below 1 GiB */
 
 static void hint_below(uintptr_t at, size_t size, size_t align)
 {
@@ -147,7 +148,11 @@ int jp__os_map_aligned(void **addr, size_t size, size_t align)
 	/* helgrind and drd do not see atomics: a hint is a guess. */
 	JP_BENIGN_RACE(&map_hint, sizeof map_hint, "a guess, read and written relaxed");
 	hint = atomic_load_explicit(&map_hint, memory_order_relaxed);
-	if (hint != 0) {
+	/* Not a low address, and not under valgrind, whose address-space
+	 * manager asserts on a hint below its own floor (a program that
+	 * mapped a few very large aligned blocks sent the hint down there):
+	 * it places every mapping itself anyway. */
+	if (hint >= HINT_FLOOR && !JP_ON_VALGRIND()) {
 		p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p != MAP_FAILED && ((uintptr_t)p & (align - 1)) == 0) {
