@@ -30,8 +30,9 @@ extern "C" {
 #endif
 
 /* The version of struct jp_alloc_stats this header describes. */
-/* 2 (1.2.0): decommits and decommit_bytes, taken from reserved[]. */
-#define JP_ALLOC_STATS_VERSION 2u
+/* 2 (1.2.0): decommits and decommit_bytes, taken from reserved[].
+ * 3 (1.2.0): in_transit, span_free and orphaned, taken from reserved[]. */
+#define JP_ALLOC_STATS_VERSION 3u
 /* Entries of the per-class arrays of struct jp_alloc_stats. */
 #define JP_ALLOC_STATS_CLASSES 64
 
@@ -66,7 +67,11 @@ struct jp_alloc_stats {
 	/* Version 2 on (zero from a version 1 library): */
 	uint64_t decommits;	/* madvise calls that gave pages back (count) */
 	uint64_t decommit_bytes; /* the bytes of those calls */
-	uint64_t reserved[14];	/* zero; room for later fields */
+	/* Version 3 on: free memory between its owners (see page). */
+	uint64_t in_transit;	/* free blocks on the shared transfer chains */
+	uint64_t span_free;	/* free blocks in spans, outside the caches */
+	uint64_t orphaned;	/* of those two, in shards no live thread uses */
+	uint64_t reserved[11];	/* zero; room for later fields */
 };
 
 /* malloc: NULL and ENOMEM when out of memory.  jp_alloc(0) is unique. */

@@ -262,6 +262,8 @@ bool jp__central_holds(void *p, struct jp_span *s);
  * their spans. */
 unsigned jp__shard_join(void);
 void jp__shard_leave(unsigned shard);
+/* The live heaps of a shard now (a statistic: relaxed). */
+unsigned jp__shard_threads(unsigned shard);
 /* Send every chain back and give entirely free spans to their segments. */
 size_t jp__central_trim(void);
 

@@ -104,6 +104,7 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 {
 	uint64_t cm[JP_NCLASSES] = { 0 };
 	uint64_t cached = 0, misses = 0, in_spans = 0, chained = 0;
+	uint64_t span_free = 0, orphaned = 0;
 
 	memset(st, 0, sizeof *st);
 	st->size = sizeof *st;
@@ -138,8 +139,17 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 
 			if (!take(&k->lock, interrupted))
 				return false;
-			in_spans += k->used_blocks * jp__classes[c].bsize;
-			chained += k->xfer_blocks * jp__classes[c].bsize;
+			uint64_t bs = jp__classes[c].bsize;
+			uint64_t cap = k->nspans * jp__classes[c].nblocks;
+			uint64_t spare = cap > k->used_blocks ? cap - k->used_blocks : 0;
+
+			in_spans += k->used_blocks * bs;
+			chained += k->xfer_blocks * bs;
+			span_free += spare * bs;
+			/* Only a thread of this shard refills from its
+			 * spans and chains (central.c). */
+			if (jp__shard_threads(a) == 0)
+				orphaned += (spare + k->xfer_blocks) * bs;
 			jp__unlock(&k->lock);
 		}
 		st->allocs += st->class_allocs[c];
@@ -150,6 +160,9 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 	st->cache_misses = misses;
 	st->cache_hits = st->allocs >= misses ? st->allocs - misses : 0;
 	st->cached = cached;
+	st->in_transit = chained;
+	st->span_free = span_free;
+	st->orphaned = orphaned;
 	st->huge_count = atomic_load_explicit(&jp__ag.huge_count, memory_order_relaxed);
 	st->huge_bytes = atomic_load_explicit(&jp__ag.huge_bytes, memory_order_relaxed);
 	st->allocs += atomic_load_explicit(&jp__ag.huge_allocs, memory_order_relaxed);

@@ -486,6 +486,11 @@ unsigned jp__shard_join(void)
 	return best;
 }
 
+unsigned jp__shard_threads(unsigned shard)
+{
+	return atomic_load_explicit(&shard_heaps[shard], memory_order_relaxed);
+}
+
 void jp__shard_leave(unsigned shard)
 {
 	/* No thread of this shard left to take its chains (jp__central_keep

@@ -158,6 +158,12 @@ static void put_text(char *b, size_t *len, const struct jp_alloc_stats *st,
 	put(b, len, "\n");
 	put_bytes(b, len, "  in thread caches", st->cached);
 	put(b, len, "\n");
+	put_bytes(b, len, "  in transit      ", st->in_transit);
+	put(b, len, "  (freed, on the chains between threads)\n");
+	put_bytes(b, len, "  free in spans   ", st->span_free);
+	put(b, len, "  (");
+	put_human(b, len, st->orphaned);
+	put(b, len, " of these two in shards no thread uses)\n");
 	put_bytes(b, len, "  given back      ", st->trimmed);
 	put(b, len, "  (to the system, so far)\n");
 	put_bytes(b, len, "  decommitted     ", st->decommit_bytes);
@@ -250,6 +256,9 @@ static void put_json(char *b, size_t *len, const struct jp_alloc_stats *st,
 	put_field(b, len, "mapped", st->mapped, false);
 	put_field(b, len, "peak_mapped", st->peak_mapped, false);
 	put_field(b, len, "cached", st->cached, false);
+	put_field(b, len, "in_transit", st->in_transit, false);
+	put_field(b, len, "span_free", st->span_free, false);
+	put_field(b, len, "orphaned", st->orphaned, false);
 	put_field(b, len, "given_back", st->trimmed, false);
 	put_field(b, len, "decommitted", st->decommit_bytes, false);
 	put_field(b, len, "decommits", st->decommits, false);

@@ -50,7 +50,8 @@ assert s['huge_bytes'] == 0 and s['huge_blocks'] == 0, s
 assert s['allocations'] >= 1 and s['frees'] >= 1, s
 assert s['peak_mapped'] >= big and s['elapsed_ns'] > 0, s
 for k in ('elapsed_ns', 'user_ns', 'system_ns', 'minor_faults', 'major_faults',
-          'in_use', 'mapped', 'cached', 'given_back', 'decommitted', 'decommits',
+          'in_use', 'mapped', 'cached', 'in_transit', 'span_free', 'orphaned',
+          'given_back', 'decommitted', 'decommits',
           'threads', 'cache_hits', 'cache_misses'):
     assert isinstance(s[k], int) and s[k] >= 0, k
 assert sum(c['allocations'] for c in s['classes']) <= s['allocations']
