@@ -160,8 +160,10 @@ fi
 man_() {
   if [ -n "$manpath" ]; then MANPATH=$manpath man "$@"; else env -u MANPATH man "$@"; fi
 }
-# Every page of the source tree, and the four the issue names, as soon as
-# the component that writes each one is merged.
+# Every page of the source tree renders from the packages; then the four
+# pages a user of each part opens first (the allocator, the queues, the
+# launcher, the overview) are asked for by name, each once the component
+# that writes it is merged.
 n=0
 for page in man/man*/*.[0-9] man/man*/*.[0-9].in; do
   page=${page%.in}

@@ -4,7 +4,9 @@
 # machine.txt and valid PNG charts are written; medians and the ratio to
 # the best peer are right; a skipped peer and a missing driver are notes,
 # not failures; a FAILED row, a crashing driver and a malformed CSV make the
-# report exit non-zero after writing everything.
+# report exit non-zero after writing everything; report-write.sh rewrites
+# the same report from a results folder alone, and its arithmetic is
+# right on a CSV written here.
 # ok() always succeeds, so `test && ok || bad` is an if-then-else here.
 # shellcheck disable=SC2015
 set -u
@@ -128,7 +130,63 @@ fi
 grep -q '^| crash-bench | .*FAILED (exit status' "$o/summary.md" && ok "crash marked FAILED" || bad "crash not marked"
 grep -q '^| junk-bench | .*FAILED (1 malformed' "$o/summary.md" && ok "malformed CSV marked FAILED" || bad "malformed CSV not marked"
 
-# 4. A usage error.
+# 4. The report rewritten from a results folder alone (report-write.sh,
+# as for the committed tests/bench/results/): the same summary.md,
+# medians.tsv and charts, byte for byte, and stale charts removed.
+o=$tmp/good
+printf 'benchmark\tdriver\texit_status\tseconds\tresult\n' > "$tmp/drivers.head"
+head -n1 "$o/drivers.tsv" | cmp -s - "$tmp/drivers.head" && ok "drivers.tsv header" || bad "drivers.tsv header: $(head -n1 "$o/drivers.tsv")"
+grep -q "^no-such-bench$(printf '\t')tests/bench/no-such-bench.sh$(printf '\t')-$(printf '\t')-$(printf '\t')missing\$" "$o/drivers.tsv" &&
+  ok "missing driver in drivers.tsv" || bad "missing driver not in drivers.tsv"
+r=$tmp/rewritten
+mkdir "$r"
+for f in machine.txt drivers.tsv selftest-bench.csv selftest-bench.notes; do cp "$o/$f" "$r/"; done
+: > "$r/selftest-bench-stale.png"
+if sh "$top_srcdir/tests/bench/report-write.sh" "$r" > "$r.log" 2>&1; then ok "report-write.sh exit status 0"; else bad "report-write.sh exited $?"; cat "$r.log"; fi
+[ -e "$r/selftest-bench-stale.png" ] && bad "a stale chart was left" || ok "stale chart removed"
+for f in "$o"/summary.md "$o"/medians.tsv "$o"/*.png; do
+  cmp -s "$f" "$r/${f##*/}" && ok "rewritten ${f##*/} is the same" || bad "rewritten ${f##*/} differs"
+done
+sh "$top_srcdir/tests/bench/report-write.sh" "$tmp" > /dev/null 2>&1
+[ $? -eq 2 ] && ok "report-write.sh: a folder without machine.txt is refused" || bad "report-write.sh took a folder without machine.txt"
+
+# 5. The arithmetic on a CSV written here: medians of an odd and an even
+# number of runs, a cell with fewer runs than asked, a FAILED cell, a loss
+# named in the verdict, lower-is-better, and peak RSS within 25%.
+r=$tmp/fixed
+mkdir "$r"
+printf 'date: D\ncpu: C\ncores: 2 online (2 in /proc/cpuinfo)\nkernel: K\nos: O\nload average at start: 1\nrepetitions: 3\nquick: 0\ncommand: make bench-report -> report.sh\nload average at end: 2\n' > "$r/machine.txt"
+printf 'benchmark\tdriver\texit_status\tseconds\tresult\nfix-bench\tfix-bench.sh\t0\t1\tok\n' > "$r/drivers.tsv"
+: > "$r/fix-bench.notes"
+{
+  echo "$hdr"
+  for rep in 1 2 3; do
+    echo "fix-bench,ops,1,jpsync,$rep,$((rep * 10)),op/s,higher,1000"
+    echo "fix-bench,ops,1,peer_a,$rep,$((rep * 20)),op/s,higher,1100"
+    echo "fix-bench,ops,2,jpsync,$rep,100,op/s,higher,1000"
+    echo "fix-bench,ops,2,peer_a,$rep,$((rep == 3 ? 1 : 50)),op/s,higher,1000"
+    echo "fix-bench,lat,1,jpsync,$rep,$((rep == 2 ? 0 : 4)),us,lower,"
+    echo "fix-bench,lat,1,peer_a,$rep,$([ $rep = 1 ] && echo FAILED || echo 5),us,lower,"
+  done
+  echo "fix-bench,ops,2,peer_b,1,7,op/s,higher,"
+  echo "fix-bench,ops,2,peer_b,2,9,op/s,higher,"
+} > "$r/fix-bench.csv"
+sh "$top_srcdir/tests/bench/report-write.sh" "$r" > "$r.log" 2>&1
+[ $? -eq 1 ] && ok "FAILED cell: report-write.sh exit status 1" || bad "FAILED cell not refused by report-write.sh"
+sum=$r/summary.md
+chk() { # LINE WHAT
+  grep -qxF -e "$1" "$sum" && ok "$2" || { bad "$2: no line '$1'"; }
+}
+chk '| 1 | 20 | 40 |  | peer_a | *0.50 loss* |' "ops at 1 thread: medians 20 and 40, a loss"
+chk '| 2 | 100 | 50 | 8 (n=2) | peer_a | **2.00 win** |' "ops at 2 threads: a median of 2 runs, a win"
+chk '| 1 | 4 | **FAILED** 1/3 |  | - |' "lat: a FAILED cell, no best peer, no ratio"
+# shellcheck disable=SC2016 # the backquotes are Markdown
+chk 'Command: `make bench-report, i.e. report.sh` with' "command from machine.txt"
+chk '- fix-bench: jpsync against the best peer, row by row: 1 win, 0 par, 1 loss (losses: ops at 1 thread: jpsync 0.50 of peer_a). ' "verdict line"
+grep -q '^Peak RSS: 1.0 to 1.1 MiB for every implementation' "$sum" && ok "peak RSS within 25%: one line" || bad "peak RSS line missing"
+grep -q '^fix-bench	ops	op/s	higher	2	peer_b	8	2	0	$' "$r/medians.tsv" && ok "medians.tsv row" || bad "medians.tsv row of peer_b wrong"
+
+# 6. A usage error.
 JPSYNC_BENCH_SCRIPTS="" sh "$top_srcdir/tests/bench/report.sh" --bogus >/dev/null 2>&1
 [ $? -eq 2 ] && ok "unknown option: exit 2" || bad "unknown option not refused"
 

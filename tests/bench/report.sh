@@ -1,9 +1,16 @@
 #!/bin/sh
 # report.sh: run every benchmark driver (the driver contract of
-# doc/benchmarks.md), then write a results folder with the drivers' CSVs,
-# summary.md (medians, jpsync against the best peer, notes, versions),
-# machine.txt and PNG charts drawn with gnuplot.  `make bench-report` and
-# `make bench-report-quick` run it from the build tree.
+# doc/benchmarks.md) into a results folder, then write the report there
+# with report-write.sh.  `make bench-report` and `make bench-report-quick`
+# run it from the build tree.
+#
+# What it writes itself: machine.txt (the machine, the versions of
+# everything measured, the command), each driver's NAME.csv, NAME.notes
+# (both written by the driver) and NAME.log (what the driver printed), and
+# drivers.tsv (each driver's exit status, seconds and result).  From
+# these, report-write.sh writes medians.tsv, summary.md (medians, jpsync
+# against the best peer, notes, versions) and PNG charts drawn with
+# gnuplot; run alone, it rewrites the report of an earlier run.
 #
 # Exit status: 0 when every driver exited 0 and no row FAILED; 1 when a
 # driver failed, crashed, timed out, wrote no or a malformed CSV, a row
@@ -75,7 +82,6 @@ fi
 top_srcdir=$(cd "$top_srcdir" && pwd) && top_builddir=$(cd "$top_builddir" && pwd) || exit 2
 export top_srcdir top_builddir
 MAKE=${MAKE:-make}
-AWK=${AWK:-awk}
 GNUPLOT=${GNUPLOT:-gnuplot}
 
 # The drivers: from make (bench-report passes bench_scripts), or asked of
@@ -94,9 +100,7 @@ if ! mkdir -p "$out" || ! out=$(cd "$out" && pwd); then echo "$me: cannot create
 work=$(mktemp -d "${TMPDIR:-/tmp}/jpsync-report.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
-mkdir -p "$work/plot"
 rm -f "$out/summary.md" "$out/machine.txt"
-fail=0
 
 # ---------------------------------------------------------------------------
 # The machine and the versions of everything measured.
@@ -119,7 +123,6 @@ gpver=$($GNUPLOT --version 2>/dev/null)
 peers=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' \
   'libjemalloc*' 'libmimalloc*' 'libgoogle-perftools*' 'libtcmalloc*' 'libck*' \
   'libc6' 'libstdc++6' 2>/dev/null | sed -n 's/^ii *//p')
-caption="$cpu, $nonline cores, Linux $kernel, $when; median of $reps run(s)"
 {
   echo "date: $when"
   echo "cpu: $cpu"
@@ -150,9 +153,7 @@ caption="$cpu, $nonline cores, Linux $kernel, $when; median of $reps run(s)"
 
 # ---------------------------------------------------------------------------
 # Run the drivers, one after the other (they interleave their own peers).
-: > "$work/drivers.tsv"
-: > "$work/notes.md"
-csvs=
+printf 'benchmark\tdriver\texit_status\tseconds\tresult\n' > "$out/drivers.tsv"
 ran=" "
 for s in $scripts; do
   name=$(basename "$s" .sh)
@@ -162,12 +163,11 @@ for s in $scripts; do
     /*) path=$s ;;
     *) path=$top_srcdir/$s; [ -f "$path" ] || path=$top_builddir/$s ;;
   esac
-  if [ ! -f "$path" ]; then
-    echo "- driver \`$s\` is not in the source tree: skipped." >> "$work/notes.md"
-    printf '%s\t%s\t-\t-\tmissing\n' "$name" "$s" >> "$work/drivers.tsv"
+  if [ ! -f "$path" ]; then	# report-write.sh notes it
+    printf '%s\t%s\t-\t-\tmissing\n' "$name" "$s" >> "$out/drivers.tsv"
     continue
   fi
-  rm -f "$out/$name.csv" "$out/$name.notes" "$out/$name".png "$out/$name"-*.png
+  rm -f "$out/$name.csv" "$out/$name.notes"
   # Run it with the interpreter its #! line names (bash drivers exist).
   interp=/bin/sh
   IFS= read -r first < "$path" || first=
@@ -193,147 +193,15 @@ for s in $scripts; do
   elif [ "$rc" -ne 0 ]; then
     state="FAILED (exit status $rc)"
   fi
-  if [ -f "$out/$name.csv" ]; then
-    csvs="$csvs $out/$name.csv"
-  else
-    state="FAILED (no $name.csv written)"
-  fi
-  [ "$state" = ok ] || fail=1
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$s" "$rc" "$secs" "$state" >> "$work/drivers.tsv"
+  [ -f "$out/$name.csv" ] || state="FAILED (no $name.csv written)"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$s" "$rc" "$secs" "$state" >> "$out/drivers.tsv"
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 echo "load average at end: ${load1:-unknown}" >> "$out/machine.txt"
 
 # ---------------------------------------------------------------------------
-# Medians, tables and chart scripts.
-: > "$work/status.tsv"
-: > "$work/charts.list"
-if [ -n "$csvs" ]; then
-  # shellcheck disable=SC2086
-  $AWK -v WORK="$work" -v CAPTION="$caption" -v REPS="$reps" \
-    -f "$top_srcdir/tests/bench/report.awk" $csvs ||
-    { echo "$me: report.awk failed" >&2; fail=1; }
-fi
-cp "$work/medians.tsv" "$out/medians.tsv" 2>/dev/null
-
-# The charts, drawn in the results folder.
-: > "$work/charts.ok"
-if [ -s "$work/charts.list" ]; then
-  if command -v "$GNUPLOT" >/dev/null 2>&1; then
-    tab=$(printf '\t')
-    while IFS=$tab read -r gp png bench title; do
-      if (cd "$out" && $GNUPLOT "$gp") > "$work/gnuplot.log" 2>&1 && [ -s "$out/$png" ]; then
-        printf '%s\t%s\t%s\n' "$bench" "$png" "$title" >> "$work/charts.ok"
-      else
-        echo "$me: gnuplot failed on $png:" >&2
-        cat "$work/gnuplot.log" >&2
-        echo "- chart \`$png\` could not be drawn: $(tr '\n' ' ' < "$work/gnuplot.log")" >> "$work/notes.md"
-        fail=1
-      fi
-    done < "$work/charts.list"
-  else
-    echo "- gnuplot is not installed (\`scripts/install-deps.sh --bench\`): no charts." >> "$work/notes.md"
-  fi
-fi
-
-# ---------------------------------------------------------------------------
-# summary.md
-{
-  echo "# libjpsync benchmark report"
-  echo
-  echo "Measured on $cpu, $nonline cores, Linux $kernel, $when;"
-  echo "${os:-}, load average ${load0:-?} at the start and ${load1:-?} at the end."
-  echo "Every number is the median of $reps repetition(s)$( [ "$quick" = 1 ] && echo ' in quick mode (tiny sizes)')."
-  echo
-  echo "Command: \`${JPSYNC_BENCH_INVOKED_BY:+$JPSYNC_BENCH_INVOKED_BY, i.e. }$cmdline\` with"
-  echo "\`JPSYNC_BENCH_REPS=$reps JPSYNC_BENCH_QUICK=$quick\`."
-  echo
-  echo "How to read it: *ours* are the implementations named \`jpsync\` or starting"
-  echo "with \`jp\` (\`jp_mutex\`, \`jp_spsc\`, ...); all others are peers.  Each row"
-  echo "compares ours with the best peer of that row (highest or lowest, as the"
-  echo "benchmark's \`better\` column says); a ratio above 1 is better when higher"
-  echo "is better, below 1 when lower is better."
-  echo
-  echo "| benchmark | driver | exit status | seconds | rows | FAILED rows | result |"
-  echo "| --- | --- | ---: | ---: | ---: | ---: | --- |"
-  tab=$(printf '\t')
-  while IFS=$tab read -r name s rc secs state; do
-    rows=- frows=-
-    st=$(grep "^$name$tab" "$work/status.tsv" 2>/dev/null | head -n1)
-    if [ -n "$st" ]; then
-      rows=$(echo "$st" | cut -f2)
-      frows=$(echo "$st" | cut -f3)
-      bad=$(echo "$st" | cut -f4)
-      hdr=$(echo "$st" | cut -f5)
-      if [ "$hdr" != 1 ]; then
-        state="FAILED (CSV header is not the contract's)"
-      elif [ "$bad" -gt 0 ]; then
-        state="FAILED ($bad malformed CSV lines)"
-      elif [ "$frows" -gt 0 ] && [ "$state" = ok ]; then
-        state="FAILED (rows FAILED, yet exit status 0)"
-      fi
-    fi
-    case $state in FAILED*) state="**$state**"; fail=1 ;; esac
-    echo "| $name | \`$s\` | $rc | $secs | $rows | $frows | $state |"
-  done < "$work/drivers.tsv"
-  [ -s "$work/drivers.tsv" ] || echo "| (none) | no benchmark drivers are listed in bench_scripts | | | | | |"
-  echo
-  if [ "$fail" -ne 0 ]; then
-    echo "**Overall: FAILED** -- see the rows marked FAILED below."
-  else
-    echo "Overall: every driver exited 0 and every run passed its check."
-  fi
-  if [ -s "$work/notes.md" ]; then
-    echo
-    echo "Notes:"
-    echo
-    cat "$work/notes.md"
-  fi
-  echo
-  echo "## Where jpsync wins and loses"
-  echo
-  while IFS=$tab read -r name s rc secs state; do
-    [ -f "$work/verdict.$name.md" ] && echo "- $name: $(tr '\n' ' ' < "$work/verdict.$name.md")"
-  done < "$work/drivers.tsv"
-  echo
-  echo "## Machine and versions"
-  echo
-  echo '```'
-  cat "$out/machine.txt"
-  echo '```'
-  while IFS=$tab read -r name s rc secs state; do
-    [ "$state" = missing ] && continue
-    echo
-    echo "## $name"
-    echo
-    case $state in ok) ;; *) echo "**$state**"; echo ;; esac
-    if [ -f "$work/verdict.$name.md" ]; then
-      cat "$work/verdict.$name.md"
-      echo
-    fi
-    if [ -s "$out/$name.notes" ]; then
-      echo "Skipped or noted by the driver:"
-      echo
-      sed 's/^/- /' "$out/$name.notes"
-      echo
-    fi
-    [ -f "$work/body.$name.md" ] && cat "$work/body.$name.md"
-    n=0
-    while IFS=$tab read -r bench png title; do
-      [ "$bench" = "$name" ] || continue
-      [ $n -eq 0 ] && { echo; echo "### Charts"; }
-      n=$((n + 1))
-      echo
-      echo "![$title]($png)"
-    done < "$work/charts.ok"
-  done < "$work/drivers.tsv"
-} > "$out/summary.md"
-
+# The report: medians, charts and summary.md, from what the run wrote.
 echo
 echo "$me: results in $out"
-echo "$me: $(grep -c . "$work/charts.ok") chart(s); summary: $out/summary.md"
-if [ "$fail" -ne 0 ]; then
-  echo "$me: FAILED: some benchmark failed (see $out/summary.md)" >&2
-  exit 1
-fi
-exit 0
+# Its exit status is the report's (see the top of this file).
+GNUPLOT=$GNUPLOT sh "$top_srcdir/tests/bench/report-write.sh" "$out"
