@@ -25,6 +25,7 @@ try "base including sync" base/os.c '#include "sync/sync.h"'
 try "alloc including queue" alloc/huge.c '#include "queue/queue_internal.h"'
 try "mem including a header of sync by its bare name" mem/pool.c '#include "sync.h"'
 try "a climb out of the folder" queue/spsc.c '#include "../base/os.h"'
+try "an allocator layer including one above it" alloc/segment.c '#include "tcache.h"'
 cp "$tmp/lib/mem/arena.c" "$tmp/saved"
 awk 'BEGIN { for (i = 0; i < 601; i++) print "/* a line */" }' >> "$tmp/lib/mem/arena.c"
 if run; then echo "FAIL: a file of over 600 lines in lib/ passed the check"; fail=1

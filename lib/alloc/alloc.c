@@ -44,6 +44,7 @@
 #include "prof.h"
 #include "counter.h"
 #include "base/os.h"
+
 #include <jpsync/alloc.h>
 
 #include <errno.h>

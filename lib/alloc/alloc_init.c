@@ -1,7 +1,8 @@
 /*
- * alloc_init.c - the allocator's start-up: the options it reads, the
- * double-free key, which valgrind tool (if any) runs it, and the set-up of
- * each layer, once, by the first thread that allocates.
+ * alloc_init.c - the allocator's start-up: its settings (alloc_init.h:
+ * the options it reads, the double-free key, which valgrind tool, if any,
+ * runs it), written here once and read-only after, and the set-up of each
+ * layer, once, by the first thread that allocates.
  *
  * Start-up must survive re-entry: the dynamic loader, dlsym and
  * pthread_key_create may call malloc before the allocator is ready.  So

@@ -25,8 +25,9 @@
 #include "stats.h"
 #include "counter.h"
 #include "base/os.h"
-#include <jpsync/alloc.h>
 #include "base/options.h"
+
+#include <jpsync/alloc.h>
 
 #include <errno.h>
 #include <fcntl.h>

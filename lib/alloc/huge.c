@@ -5,6 +5,7 @@
  * free() finds the header by masking the pointer.  realloc grows and
  * shrinks them with mremap; a few freed mappings are kept for reuse (the
  * huge cache).  Under the huge lock, which is never held with another.
+ * The counts of huge blocks are kept here too (jp__huge_counts).
  */
 #include "alloc_init.h"
 #include "segment.h"

@@ -38,7 +38,6 @@
 #include "huge.h"
 #include "leaks.h"
 #include "base/os.h"
-#include "leaks.h"
 #include "base/options.h"
 #include "base/stack.h"
 

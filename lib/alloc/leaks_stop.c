@@ -11,7 +11,6 @@
  */
 #include "leaks.h"
 #include "base/os.h"
-#include "leaks.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -49,7 +49,7 @@
  * is written with write(2) from a buffer on the stack: nothing allocates,
  * so it can be written at exit, from a signal handler and from malloc.
  *
- * Lock: prof_lock, a leaf (nothing is taken while it is held; the fork
+ * Lock: jp__prof_lock, a leaf (nothing is taken while it is held; the fork
  * handlers take it last).
  */
 #include "alloc_init.h"
@@ -158,7 +158,7 @@ struct stack_total {
 	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
 };
 
-/* Under prof_lock. */
+/* Under jp__prof_lock. */
 static struct live *live;
 static struct stack_total *totals;
 static size_t nlive;

@@ -1,7 +1,8 @@
 /*
  * segment.c - where the small blocks' memory comes from and goes back to:
- * segments, the spans carved from them, the registry and the purging of
- * free pages.
+ * segments, the spans carved from them, the registry, the purging of free
+ * pages, and the counts of memory mapped and given back (huge blocks'
+ * included).
  *
  * Small blocks live in spans of 4 MiB segments (see segment.h).  A
  * segment keeps a 64-bit map of the slices in use; a released span's

@@ -9,8 +9,9 @@
 #include "sizeclass.h"
 #include "stats.h"
 #include "base/os.h"
-#include <jpsync/alloc.h>
 #include "base/options.h"
+
+#include <jpsync/alloc.h>
 
 #include <errno.h>
 #include <string.h>

@@ -335,7 +335,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	JP_CNT_ADD(h->nmiss[cls], 1);
 	b->dry = 1;	/* the bin may grow at its next overflow */
 	/* Not the double-free key any more (JPSYNC_CHECK looks at it first:
-	 * check_alloc overwrites it). */
+	 * jp__check_alloc overwrites it). */
 	if (!jp__settings.check)
 		((void **)blk)[1] = NULL;
 	if (jp_unlikely(due))
