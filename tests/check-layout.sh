@@ -8,6 +8,9 @@
 # not each other, except through an edge named in EDGES below.  A header of
 # the same folder is included by its bare name ("sync.h"); one of another
 # folder by its folder ("base/os.h"); nothing climbs out with "../".
+# Inside lib/alloc, a file includes only the headers of its own layer and
+# of those below it (ALLOC_RANKS), and only alloc_init.c writes the
+# settings.
 # When the objects of a build tree are at hand (top_builddir), the same
 # rule is checked on calls: an object of one folder uses no jp__ function
 # defined in another, except base's and those of an edge.
@@ -117,6 +120,13 @@ if [ -d "$tree/lib/alloc" ]; then
         say "lib/alloc/$b: #include \"$inc\": a layer above it (rank $r over $me; doc/layout.md)"
       fi
     done
+  done
+  # The settings fixed at start are written by alloc_init.c alone; the
+  # others read them through the const view jp__settings (alloc_init.h).
+  for f in $(grep -l 'jp__settings_w' "$tree"/lib/*/*.c 2>/dev/null); do
+    case $f in */lib/alloc/alloc_init.c) ;;
+      *) say "${f#"$tree"/}: names jp__settings_w, which only alloc_init.c writes (read jp__settings)" ;;
+    esac
   done
 fi
 

@@ -22,9 +22,10 @@
  * definitions only). */
 #pragma GCC visibility push(hidden)
 
-/* What the fast paths read (key, nocache, check, vg, prof) is in the first
- * 16 bytes, and the whole of it in one cache line that nothing writes after
- * start. */
+/* The key and the flags the allocation and free paths test are in the
+ * first 16 bytes, and the whole of it in one cache line of its own, which
+ * nothing writes after start: the counts that change often live with
+ * their layers (segment.h, huge.h), away from it. */
 struct jp_alloc_settings {
 	uintptr_t key;			/* double-free key */
 	uint8_t nocache;		/* memcheck, check or TSan: caches of 0 */
@@ -41,6 +42,8 @@ struct jp_alloc_settings {
 	uint64_t cache_bytes;		/* all threads' bins may grow by this */
 	uint64_t madvise_min;
 } JP_ALIGNED_CL;
+_Static_assert(sizeof(struct jp_alloc_settings) == JP_CACHELINE,
+	       "the settings fill more than one cache line");
 
 /* The object itself: written by jp__alloc_init_slow only (and by the unit
  * tests, which set a field before they exercise it). */
