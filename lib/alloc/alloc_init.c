@@ -91,7 +91,8 @@ void jp__alloc_init_slow(void)
 		 * thread to a new one (tcache.c) looks like a race on the heap.
 		 * (Here too: malloc may run before the constructors.) */
 		jp__lock_setup();
-		jp__settings_w.nocache = jp__settings_w.vg || jp__settings_w.check || jp__settings_w.tsan;
+		jp__settings_w.nocache = jp__settings_w.vg || jp__settings_w.check ||
+					 jp__settings_w.tsan;
 		jp__settings_w.cache_n = o->cache_n;
 		jp__settings_w.cache_bytes = o->cache_bytes;
 		jp__settings_w.mag_size = o->mag_size;
