@@ -1,8 +1,10 @@
 #!/bin/sh
 # check-layout-test.sh - tests/check-layout.sh fails where it should: on a
 # copy of lib/ it passes, then fails on each forbidden edit (base including
-# a part, one part including another, a climb with "../", a stray file in
-# lib/, a file over 600 lines), and passes again once the edit is undone.
+# a part, one part including another, a climb with "../", an allocator
+# file including a layer above it, a write to the allocator's settings
+# outside alloc_init.c, a stray file in lib/, a file over 600 lines), and
+# passes again once the edit is undone.
 set -u
 : "${top_srcdir:=.}"
 chk="$top_srcdir/tests/check-layout.sh"
@@ -25,6 +27,8 @@ try "base including sync" base/os.c '#include "sync/sync.h"'
 try "alloc including queue" alloc/huge.c '#include "queue/queue_internal.h"'
 try "mem including a header of sync by its bare name" mem/pool.c '#include "sync.h"'
 try "a climb out of the folder" queue/spsc.c '#include "../base/os.h"'
+try "an allocator layer including one above it" alloc/segment.c '#include "tcache.h"'
+try "a write to the settings outside alloc_init.c" alloc/huge.c 'static void f(void) { jp__settings_w.check = 1; }'
 cp "$tmp/lib/mem/arena.c" "$tmp/saved"
 awk 'BEGIN { for (i = 0; i < 601; i++) print "/* a line */" }' >> "$tmp/lib/mem/arena.c"
 if run; then echo "FAIL: a file of over 600 lines in lib/ passed the check"; fail=1

@@ -8,6 +8,9 @@
 # not each other, except through an edge named in EDGES below.  A header of
 # the same folder is included by its bare name ("sync.h"); one of another
 # folder by its folder ("base/os.h"); nothing climbs out with "../".
+# Inside lib/alloc, a file includes only the headers of its own layer and
+# of those below it (ALLOC_RANKS), and only alloc_init.c writes the
+# settings.
 # When the objects of a build tree are at hand (top_builddir), the same
 # rule is checked on calls: an object of one folder uses no jp__ function
 # defined in another, except base's and those of an edge.
@@ -79,6 +82,53 @@ for p in $parts; do
     rm -f "${TMPDIR:-/tmp}/layout.$$"
   done
 done
+
+# 2b. Inside lib/alloc, the layers (doc/layout.md, "Inside lib/alloc"): a
+# file includes the headers of its own layer and of those below it.  Rank
+# 0: what every layer may read or add to (the settings, the statistics'
+# counters); 1: where memory comes from and how it is cut (segments, the
+# size classes, huge blocks, check mode's quarantine of them); 2: the
+# shared per-class lists;
+# 3: the thread caches and the heap profile they sample for; 4: check
+# mode; 5: the leak report.  The API and start-up files sit on top and
+# may include any.  A new header or file gets a rank here.
+ALLOC_RANKS="alloc_init:0 sizeclass:1 counter:0 stats:0 segment:1 huge:1
+  quarantine:1 central:2 tcache:3 prof:3 check:4 check_fault:4 leaks:5
+  leaks_stop:5"
+ALLOC_TOP="alloc.c alloc_init.c alloc_fork.c alloc_stats.c stats_table.c"
+# Named exceptions, "file:header": the size of a bin (struct jp_bin), which
+# the bin offsets the fast path reads are made of (the span's binoff, set
+# in central.c, and the lookup table of sizeclass.c).
+ALLOC_EXCEPT="central.c:tcache.h sizeclass.c:tcache.h"
+alloc_rank() { # name without .c/.h -> rank, or nothing
+  for r in $ALLOC_RANKS; do [ "${r%%:*}" = "$1" ] && { echo "${r#*:}"; return; }; done
+}
+if [ -d "$tree/lib/alloc" ]; then
+  for f in "$tree"/lib/alloc/*.c "$tree"/lib/alloc/*.h; do
+    [ -e "$f" ] || continue
+    b=${f##*/}
+    case " $ALLOC_TOP " in *" $b "*) continue ;; esac
+    me=$(alloc_rank "${b%.[ch]}")
+    [ -n "$me" ] || { say "lib/alloc/$b: no layer for it in ALLOC_RANKS (tests/check-layout.sh)"; continue; }
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"/]*\.h\)".*/\1/p' "$f"); do
+      [ "$inc" = config.h ] && continue
+      r=$(alloc_rank "${inc%.h}")
+      if [ -z "$r" ]; then
+        say "lib/alloc/$b: #include \"$inc\": no layer for it in ALLOC_RANKS"
+      elif [ "$r" -gt "$me" ]; then
+        case " $ALLOC_EXCEPT " in *" $b:$inc "*) continue ;; esac
+        say "lib/alloc/$b: #include \"$inc\": a layer above it (rank $r over $me; doc/layout.md)"
+      fi
+    done
+  done
+  # The settings fixed at start are written by alloc_init.c alone; the
+  # others read them through the const view jp__settings (alloc_init.h).
+  for f in $(grep -l 'jp__settings_w' "$tree"/lib/*/*.c 2>/dev/null); do
+    case $f in */lib/alloc/alloc_init.c) ;;
+      *) say "${f#"$tree"/}: names jp__settings_w, which only alloc_init.c writes (read jp__settings)" ;;
+    esac
+  done
+fi
 
 # 3. Calls, from the objects of a build tree (skipped without one, or
 # without nm: the include rule above still ran).

@@ -17,10 +17,10 @@
  * free_generic here, and from there to the thread cache (tcache.c) or the
  * huge blocks (huge.c).  With JPSYNC_CHECK every call goes to check.c (the
  * bins are off, so the fast paths always fall through): the test of
- * jp__ag.check is on the generic paths only.
+ * jp__settings.check is on the generic paths only.
  *
  * ThreadSanitizer: in a process that runs it with this library not
- * instrumented (jp__ag.tsan) the bins are off as under memcheck, so every
+ * instrumented (jp__settings.tsan) the bins are off as under memcheck, so every
  * call reaches the generic paths, and there a block's free is announced as
  * happening before its next allocation (tsan_put, tsan_got): the two may
  * be on different threads, and TSan sees neither the allocator's lock nor
@@ -28,13 +28,24 @@
  * (A library built with -fsanitize=thread is seen whole and keeps its
  * caches.)
  *
- * Double free: a freed block's second word holds jp__ag.key, a random
+ * Double free: a freed block's second word holds jp__settings.key, a random
  * per-process value, and jp_alloc clears it when it hands the block out.
  * A free that finds the key confirms by looking for the block in the
  * thread's bin and its span's free list (as glibc's tcache does) before it
  * reports, so a program that happens to store the key is not killed.
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "check.h"
+#include "tcache.h"
+#include "central.h"
+#include "segment.h"
+#include "huge.h"
+#include "sizeclass.h"
+#include "prof.h"
+#include "counter.h"
+#include "base/os.h"
+
+#include <jpsync/alloc.h>
 
 #include <errno.h>
 #include <string.h>
@@ -42,14 +53,14 @@
 /* See the top: a block's free happens before its next allocation. */
 static inline void *tsan_got(void *p)
 {
-	if (jp_unlikely(jp__ag.tsan) && p != NULL)
+	if (jp_unlikely(jp__settings.tsan) && p != NULL)
 		__tsan_acquire(p);
 	return p;
 }
 
 static inline void tsan_put(void *p)
 {
-	if (jp_unlikely(jp__ag.tsan))
+	if (jp_unlikely(jp__settings.tsan))
 		__tsan_release(p);
 }
 
@@ -72,7 +83,7 @@ static void *small_alloc(uint32_t cls)
 	if (h == NULL)
 		return NULL;
 	p = tsan_got(jp__class_alloc(h, cls));
-	if (p != NULL && jp__ag.vg) {
+	if (p != NULL && jp__settings.vg) {
 		JP_VG_MALLOCLIKE(p, jp__classes[cls].bsize, 0);
 		/* Word 1 (zero now) is read by every free for the
 		 * double-free key: defined, or memcheck would complain of
@@ -87,12 +98,12 @@ static void *huge_alloc(size_t size, size_t align, bool zero)
 	void *p;
 
 	jp__alloc_ready();
-	if (jp__ag.check)
+	if (jp__settings.check)
 		return tsan_got(jp__check_alloc(size, align, zero));
 	p = tsan_got(jp__huge_alloc(size, align, zero));
-	if (p != NULL && jp__ag.vg)
+	if (p != NULL && jp__settings.vg)
 		JP_VG_MALLOCLIKE(p, jp__huge_of(p)->usable, 1);
-	if (p != NULL && jp__ag.prof) {
+	if (p != NULL && jp__settings.prof) {
 		struct jp_huge *hg = jp__huge_of(p);
 
 		hg->sampled = jp__prof_huge(p, hg->usable);
@@ -105,7 +116,7 @@ static JP_NOINLINE void *alloc_generic(size_t size)
 {
 	if (size <= JP_MAX_SMALL) {
 		jp__alloc_ready();
-		if (jp__ag.check)
+		if (jp__settings.check)
 			return tsan_got(jp__check_alloc(size, 16, false));
 		return small_alloc(jp__size_class(size));
 	}
@@ -182,7 +193,7 @@ JP_EXPORT void *jp_alloc_aligned(size_t alignment, size_t size)
 	if (alignment <= 16)
 		return jp_alloc(size);
 	jp__alloc_ready();
-	if (jp__ag.check)
+	if (jp__settings.check)
 		return tsan_got(jp__check_alloc(size, alignment, false));
 	if (alignment <= JP_SLICE_SIZE && size <= JP_MAX_SMALL) {
 		cls = jp__aligned_class(size, alignment);
@@ -223,7 +234,7 @@ static void free_slow(void *p)
 	unsigned r;
 
 	tsan_put(p);
-	if (jp__ag.check) {
+	if (jp__settings.check) {
 		jp__check_free(p);
 		return;
 	}
@@ -237,11 +248,11 @@ static void free_slow(void *p)
 		s = jp__span_of(a);
 		if (!jp__is_block(s, a))
 			jp__die_ptr("invalid free", p);
-		if (((uintptr_t *)p)[1] == jp__ag.key &&
+		if (((uintptr_t *)p)[1] == jp__settings.key &&
 		    jp__block_is_free(jp__tls_heap, p, s))
 			jp__die_ptr("double free", p);
 		/* A span with sampled blocks sends its frees here (prof.c). */
-		if (jp__ag.prof && (__atomic_load_n(&s->sampled_mask, __ATOMIC_RELAXED) &
+		if (jp__settings.prof && (__atomic_load_n(&s->sampled_mask, __ATOMIC_RELAXED) &
 				    jp__prof_bit(a)) != 0)
 			jp__prof_free(p, s);
 		jp__free_block(jp__heap_get(), p, s);
@@ -250,7 +261,7 @@ static void free_slow(void *p)
 	hg = jp__huge_of(p);
 	if (hg == NULL)
 		jp__die_ptr("invalid free", p);
-	if (jp__ag.vg)
+	if (jp__settings.vg)
 		JP_VG_FREELIKE(p);
 	if (hg->sampled)
 		jp__prof_free(p, NULL);
@@ -307,13 +318,13 @@ static inline bool free_fast(void *p, size_t size, const bool sized)
 
 		if (jp_likely(jp__slice_block_test(sl, a) &&
 			      (!sized || size <= sl->bsize) &&
-			      ((uintptr_t *)p)[1] != jp__ag.key)) {
+			      ((uintptr_t *)p)[1] != jp__settings.key)) {
 			struct jp_bin *b = (struct jp_bin *)
 				((char *)jp__tls_heap + sl->binoff);
 
 			if (jp_likely(JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) != 0)) {
 				((void **)p)[0] = b->head;
-				((uintptr_t *)p)[1] = jp__ag.key;
+				((uintptr_t *)p)[1] = jp__settings.key;
 				b->head = p;
 				JP_CNT_ADD(b->cn, -(uint64_t)1);
 				return true;
@@ -339,7 +350,7 @@ static size_t usable(const void *p, const char *what)
 
 	if (p == NULL)
 		return 0;
-	if (jp__ag.check)
+	if (jp__settings.check)
 		return jp__check_usable(p, what);
 	if ((a >> JP_SEG_SHIFT) >= JP_REG_N)
 		jp__die_ptr(what, p);
@@ -367,7 +378,7 @@ static JP_NOINLINE void free_sized_generic(void *ptr, size_t size)
 {
 	/* Check mode knows the size asked for, and any other is misuse, a
 	 * smaller one too (check.c); free's errno rule holds as for free. */
-	if (jp__ag.check && ptr != NULL) {
+	if (jp__settings.check && ptr != NULL) {
 		int saved = errno;
 
 		tsan_put(ptr);
@@ -419,7 +430,7 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		errno = saved;
 		return NULL;
 	}
-	if (jp__ag.check) {
+	if (jp__settings.check) {
 		tsan_put(ptr);
 		return tsan_got(jp__check_realloc(ptr, size));
 	}
@@ -432,7 +443,7 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		 * that the next growth moves pages (mremap) instead of
 		 * copying bytes.  Bounded in number: each is a mapping. */
 		if (size > old && size >= REALLOC_MAP_MIN &&
-		    atomic_load_explicit(&jp__ag.huge_count, memory_order_relaxed) <
+		    atomic_load_explicit(&jp__huge_counts->count, memory_order_relaxed) <
 		    REALLOC_MAP_MAX) {
 			q = huge_alloc(size, 0, false);
 			if (q == NULL)
@@ -456,7 +467,7 @@ JP_EXPORT void *jp_realloc(void *ptr, size_t size)
 		}
 		q = jp__huge_realloc(hg, size);
 		if (q != NULL) {
-			if (jp__ag.prof) {
+			if (jp__settings.prof) {
 				hg = jp__huge_of(q);
 				hg->sampled = jp__prof_huge(q, hg->usable);
 			}
@@ -500,16 +511,16 @@ JP_EXPORT size_t jp_alloc_trim(void)
 	if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) != 2)
 		return 0;
 	/*
-	 * What goes back is counted in jp__ag.trimmed where it goes: the
+	 * What goes back is counted in jp__map_counts->trimmed where it goes: the
 	 * flush and the release of empty spans may purge dirty slices or
 	 * unmap a segment on their own, besides the purge, the unmapping of
 	 * empty segments and of the huge cache here.  relaxed: a statistic;
 	 * another thread's purge meanwhile is counted too, and was given back.
 	 */
-	t0 = atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed);
+	t0 = atomic_load_explicit(&jp__map_counts->trimmed, memory_order_relaxed);
 	jp_thread_flush();
 	jp__central_trim();
 	jp__huge_trim();
 	jp__segment_trim();
-	return (size_t)(atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed) - t0);
+	return (size_t)(atomic_load_explicit(&jp__map_counts->trimmed, memory_order_relaxed) - t0);
 }

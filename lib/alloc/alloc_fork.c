@@ -32,7 +32,13 @@
  * parent and child handlers first (the C library runs them in those
  * orders), so a program's own handlers may allocate.
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "tcache.h"
+#include "central.h"
+#include "segment.h"
+#include "huge.h"
+#include "sizeclass.h"
+#include "prof.h"
 
 #include <pthread.h>
 

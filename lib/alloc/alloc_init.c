@@ -1,7 +1,8 @@
 /*
- * alloc_init.c - the allocator's start-up: the options it reads, the
- * double-free key, which valgrind tool (if any) runs it, and the set-up of
- * each layer, once, by the first thread that allocates.
+ * alloc_init.c - the allocator's start-up: its settings (alloc_init.h:
+ * the options it reads, the double-free key, which valgrind tool, if any,
+ * runs it), written here once and read-only after, and the set-up of each
+ * layer, once, by the first thread that allocates.
  *
  * Start-up must survive re-entry: the dynamic loader, dlsym and
  * pthread_key_create may call malloc before the allocator is ready.  So
@@ -11,13 +12,20 @@
  * as well, by constructors, so phase 2 does work only when malloc comes
  * before them.)
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "tcache.h"
+#include "central.h"
+#include "segment.h"
+#include "huge.h"
+#include "sizeclass.h"
+#include "stats.h"
+#include "base/os.h"
 #include "base/options.h"
 
 #include <pthread.h>
 #include <sched.h>
 
-struct jp_alloc_globals jp__ag;
+struct jp_alloc_settings jp__settings_w;
 _Atomic int jp__alloc_state;
 /* pthread_self() of the thread that starts the allocator. */
 static _Atomic uintptr_t starter;
@@ -61,37 +69,38 @@ void jp__alloc_init_slow(void)
 		jp__os_random(&key, sizeof key);
 		/* Odd: never a block pointer, so a free list link is never
 		 * taken for the key. */
-		jp__ag.key = key | 1;
-		jp__ag.vg = on_memcheck();
+		jp__settings_w.key = key | 1;
+		jp__settings_w.vg = on_memcheck();
 		/* The leak report finds live blocks by check mode's
 		 * headers.  Not under a sanitizer: its scan reads
 		 * memory (stack redzones) the sanitizer forbids. */
 #if !defined(JP_ASAN) && !defined(JP_TSAN)
-		jp__ag.leaks = o->leaks && !jp__ag.vg;
+		jp__settings_w.leaks = o->leaks && !jp__settings_w.vg;
 #endif
-		jp__ag.check = (o->check || jp__ag.leaks) && !jp__ag.vg;
+		jp__settings_w.check = (o->check || jp__settings_w.leaks) && !jp__settings_w.vg;
 		/* The leak report needs where blocks were allocated, not
 		 * where they were freed: a capture per free saved. */
-		jp__ag.free_sites = o->check;
+		jp__settings_w.free_sites = o->check;
 		/* A library built with -fsanitize=thread needs none of it:
 		 * TSan sees its lock and lists. */
 #ifndef JP_TSAN
-		jp__ag.tsan = jp__tsan_on();
+		jp__settings_w.tsan = jp__tsan_on();
 #endif
 		/* The locks announce happens-before to a detector that does
 		 * not see the atomics: without it, a heap handed from an exited
 		 * thread to a new one (tcache.c) looks like a race on the heap.
 		 * (Here too: malloc may run before the constructors.) */
 		jp__lock_setup();
-		jp__ag.nocache = jp__ag.vg || jp__ag.check || jp__ag.tsan;
-		jp__ag.cache_n = o->cache_n;
-		jp__ag.cache_bytes = o->cache_bytes;
-		jp__ag.mag_size = o->mag_size;
-		jp__ag.madvise_min = o->madvise_min;
+		jp__settings_w.nocache = jp__settings_w.vg || jp__settings_w.check ||
+					 jp__settings_w.tsan;
+		jp__settings_w.cache_n = o->cache_n;
+		jp__settings_w.cache_bytes = o->cache_bytes;
+		jp__settings_w.mag_size = o->mag_size;
+		jp__settings_w.madvise_min = o->madvise_min;
 		/* Not in check mode: its own paths take every call. */
-		jp__ag.prof = o->heap_profile[0] != '\0' && !jp__ag.check;
-		jp__ag.prof_rate = o->heap_profile_rate;
-		jp__ag.prof_interval = o->heap_profile_interval;
+		jp__settings_w.prof = o->heap_profile[0] != '\0' && !jp__settings_w.check;
+		jp__settings_w.prof_rate = o->heap_profile_rate;
+		jp__settings_w.prof_interval = o->heap_profile_interval;
 		jp__sizeclass_init();
 		jp__segment_init();
 		jp__huge_init();

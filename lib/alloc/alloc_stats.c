@@ -16,8 +16,18 @@
  * Nothing here allocates, so the table can be printed at exit and from
  * inside a preloaded malloc.
  */
-#include "alloc_internal.h"
+#include "tcache.h"
+#include "central.h"
+#include "segment.h"
+#include "huge.h"
+#include "sizeclass.h"
+#include "prof.h"
+#include "stats.h"
+#include "counter.h"
+#include "base/os.h"
 #include "base/options.h"
+
+#include <jpsync/alloc.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +41,8 @@
  * that of their sum at one moment, not a sum of separate peaks (which was
  * 65 MiB too low for a program that held a 65 MiB block and freed it before
  * exit, or too high for one that moved from small to huge blocks).  Its own
- * cache line: it changes at every refill, and jp__ag is read on the fast
- * paths.  relaxed: statistics; each add's result is the sum at one point
+ * cache line: it changes at every refill, and jp__settings is read on the
+ * fast paths.  relaxed: statistics; each add's result is the sum at one point
  * of the counter's modification order, so the peak is a sum that existed.
  */
 static struct {
@@ -163,10 +173,10 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 	st->in_transit = chained;
 	st->span_free = span_free;
 	st->orphaned = orphaned;
-	st->huge_count = atomic_load_explicit(&jp__ag.huge_count, memory_order_relaxed);
-	st->huge_bytes = atomic_load_explicit(&jp__ag.huge_bytes, memory_order_relaxed);
-	st->allocs += atomic_load_explicit(&jp__ag.huge_allocs, memory_order_relaxed);
-	st->frees += atomic_load_explicit(&jp__ag.huge_frees, memory_order_relaxed);
+	st->huge_count = atomic_load_explicit(&jp__huge_counts->count, memory_order_relaxed);
+	st->huge_bytes = atomic_load_explicit(&jp__huge_counts->bytes, memory_order_relaxed);
+	st->allocs += atomic_load_explicit(&jp__huge_counts->allocs, memory_order_relaxed);
+	st->frees += atomic_load_explicit(&jp__huge_counts->frees, memory_order_relaxed);
 	st->in_use = (in_spans >= cached + chained ?
 		     in_spans - cached - chained : 0) + st->huge_bytes;
 	/* The peak of the bytes out of the spans plus huge blocks: blocks in
@@ -175,11 +185,11 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 	st->peak_in_use = atomic_load_explicit(&live_bytes.peak, memory_order_relaxed);
 	if (st->peak_in_use < st->in_use)
 		st->peak_in_use = st->in_use;
-	st->mapped = atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
-	st->peak_mapped = atomic_load_explicit(&jp__ag.peak_mapped, memory_order_relaxed);
-	st->trimmed = atomic_load_explicit(&jp__ag.trimmed, memory_order_relaxed);
-	st->decommits = atomic_load_explicit(&jp__ag.decommits, memory_order_relaxed);
-	st->decommit_bytes = atomic_load_explicit(&jp__ag.decommit_bytes,
+	st->mapped = atomic_load_explicit(&jp__map_counts->mapped, memory_order_relaxed);
+	st->peak_mapped = atomic_load_explicit(&jp__map_counts->peak_mapped, memory_order_relaxed);
+	st->trimmed = atomic_load_explicit(&jp__map_counts->trimmed, memory_order_relaxed);
+	st->decommits = atomic_load_explicit(&jp__map_counts->decommits, memory_order_relaxed);
+	st->decommit_bytes = atomic_load_explicit(&jp__map_counts->decommit_bytes,
 						  memory_order_relaxed);
 	return true;
 }

@@ -36,7 +36,14 @@
  * damaged link is followed (jp__free_block_damaged); their other bytes
  * are not checked (JPSYNC_CHECK checks every block).
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "tcache.h"
+#include "central.h"
+#include "segment.h"
+#include "sizeclass.h"
+#include "stats.h"
+#include "counter.h"
+#include "base/os.h"
 
 #include <limits.h>
 #include <string.h>
@@ -124,7 +131,7 @@ static void xfer_drain_all(void);
 
 static bool guarded(const struct jp_span *s)
 {
-	return s->bsize > JP_BIN_BLOCK_MAX && !jp__ag.check;	/* check.c fills its own */
+	return s->bsize > JP_BIN_BLOCK_MAX && !jp__settings.check;	/* check.c fills its own */
 }
 
 /* Offsets [lo, hi) of block b that are not GUARD_BYTE widen [*first, *last]. */
@@ -185,7 +192,7 @@ void jp__free_block_damaged(const void *b, uintptr_t diff)
 /* A free block of a transfer chain, before a refill follows its link. */
 static void chain_block_check(const void *b)
 {
-	uintptr_t d = ((const uintptr_t *)b)[1] ^ jp__ag.key;
+	uintptr_t d = ((const uintptr_t *)b)[1] ^ jp__settings.key;
 
 	if (jp_unlikely(d != 0))
 		jp__free_block_damaged(b, d);
@@ -204,8 +211,8 @@ static void free_block_check(const struct jp_span *s, const unsigned char *b)
 	long long first = LLONG_MAX, last = -1;
 
 	/* The byte loop only for a damaged key: most blocks are intact. */
-	if (jp_unlikely(key != jp__ag.key))
-		key_scan(key ^ jp__ag.key, &first, &last);
+	if (jp_unlikely(key != jp__settings.key))
+		key_scan(key ^ jp__settings.key, &first, &last);
 	/* The link: NULL or a block of this span (the range first: the
 	 * block test holds for offsets below 2^32 only). */
 	if (next != 0 && (next - start >= (uintptr_t)s->nblocks * s->bsize ||
@@ -225,7 +232,7 @@ static void free_block_check(const struct jp_span *s, const unsigned char *b)
 }
 
 /* A transfer chain of at most fit blocks comes whole, however long; else
- * the blocks come from the spans (alloc_internal.h). */
+ * the blocks come from the spans (central.h). */
 uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 			  uint32_t fit, void **out, void **last)
 {
@@ -307,7 +314,7 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 				 * pattern from an earlier life of the span;
 				 * the key, as every block in a bin has (see
 				 * jp__bin_pop; check mode wants 0). */
-				((uintptr_t *)b)[1] = jp__ag.check ? 0 : jp__ag.key;
+				((uintptr_t *)b)[1] = jp__settings.check ? 0 : jp__settings.key;
 			} else
 				break;
 			*tail = b;
@@ -356,7 +363,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n)
 		*(void **)b = s->free;
 		/* The key here, whatever the block's way back: a block a
 		 * refill carved, kept in a bin and flushed unused has none. */
-		((uintptr_t *)b)[1] = jp__ag.key;
+		((uintptr_t *)b)[1] = jp__settings.key;
 		s->free = b;
 		if (guarded(s)) {
 			memset((char *)b + 2 * sizeof(void *), GUARD_BYTE, GUARD_HEAD);
@@ -371,7 +378,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n)
 			 * stays where check mode can find it again (its
 			 * next allocation checks the fill, a second free is
 			 * a double free), until jp_alloc_trim. */
-			if (!jp__ag.check && (k->empty_spans >= 1 || s->nslices > 1)) {
+			if (!jp__settings.check && (k->empty_spans >= 1 || s->nslices > 1)) {
 				/* Keep one empty span per class of one-slice
 				 * spans; give the others to their segment for
 				 * any class (with 8 shards, kept spans of up
@@ -536,7 +543,7 @@ bool jp__central_holds(void *p, struct jp_span *s)
 		}
 		JP_VG_DEFINED(q, sizeof(void *));
 		next = *(void **)q;
-		if (jp__ag.vg)
+		if (jp__settings.vg)
 			JP_VG_NOACCESS(q, sizeof(void *));
 		q = next;
 	}

@@ -4,7 +4,7 @@
  * size, what was wrong and which bytes.
  *
  * In check mode every allocation comes here (alloc.c sends it, off its fast
- * paths: the thread caches are off, jp__ag.nocache), whatever its size,
+ * paths: the thread caches are off, jp__settings.nocache), whatever its size,
  * alignment or kind (malloc, calloc, aligned, realloc), so that there is no
  * block check mode did not write, and nothing it reads it did not write.
  *
@@ -55,7 +55,14 @@
  * changed", then the stacks of the block's allocation and (once freed) of
  * its free, and aborts.
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "check.h"
+#include "tcache.h"
+#include "segment.h"
+#include "huge.h"
+#include "quarantine.h"
+#include "sizeclass.h"
+#include "base/os.h"
 #include "base/stack.h"
 
 #include <errno.h>
@@ -245,7 +252,7 @@ static bool small_reuse_ok(unsigned char *blk, size_t bs)
 
 	if (key_word(blk) == 0)
 		return true;	/* carved for the first time (central.c) */
-	if (key_word(blk) == jp__ag.key && freed_hdr(blk, &n, &off, &a, &f)) {
+	if (key_word(blk) == jp__settings.key && freed_hdr(blk, &n, &off, &a, &f)) {
 		if (off < CHECK_OFF || off >= bs)
 			off = CHECK_OFF;
 	} else {
@@ -303,7 +310,7 @@ static unsigned char *small_find(struct jp_span *s, const void *p, size_t *np,
 		return NULL;
 	}
 	if (!live_hdr(blk, bs, &n, &off)) {
-		if (key_word(blk) == jp__ag.key && jp__block_is_free(jp__tls_heap, blk, s)) {
+		if (key_word(blk) == jp__settings.key && jp__block_is_free(jp__tls_heap, blk, s)) {
 			if (freed_hdr(blk, &fn, &foff, &a, &f))
 				report_at("double free", p, fn, 1, 0, a, f);
 			else
@@ -358,7 +365,7 @@ static unsigned char *small_find(struct jp_span *s, const void *p, size_t *np,
 static void small_free(unsigned char *blk, struct jp_span *s)
 {
 	uint64_t w0 = *f64(blk, 0), w2;
-	uint32_t a = (uint32_t)*f64(blk, 2), f = jp__ag.free_sites ? site_here() : 0;
+	uint32_t a = (uint32_t)*f64(blk, 2), f = jp__settings.free_sites ? site_here() : 0;
 
 	w2 = (w0 & 0xffffff) | (uint64_t)__builtin_ctzll(w0 >> 32) << 24 | (uint64_t)a << 32;
 	*f64(blk, 2) = w2;
@@ -435,7 +442,7 @@ static struct jp_huge *huge_find(const void *p, const char *what)
 static void huge_free(struct jp_huge *hg)
 {
 	jp__check_fault_install();
-	hg->free_site = jp__ag.free_sites ? site_here() : 0;
+	hg->free_site = jp__settings.free_sites ? site_here() : 0;
 	jp__huge_free(hg);
 }
 

@@ -23,7 +23,9 @@
  * fault inside the loader while it holds it would hang here instead of
  * aborting, a risk taken for names in the report.
  */
-#include "alloc_internal.h"
+#include "check.h"
+#include "quarantine.h"
+#include "base/os.h"
 #include "base/stack.h"
 
 #include <errno.h>

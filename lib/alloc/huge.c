@@ -5,13 +5,24 @@
  * free() finds the header by masking the pointer.  realloc grows and
  * shrinks them with mremap; a few freed mappings are kept for reuse (the
  * huge cache).  Under the huge lock, which is never held with another.
+ * The counts of huge blocks are kept here too (jp__huge_counts).
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "segment.h"
+#include "huge.h"
+#include "quarantine.h"
+#include "stats.h"
+#include "base/os.h"
 
 #include <errno.h>
 #include <string.h>
 
 struct jp__lock jp__huge_lock;
+
+/* Written by huge_count and huge_bytes_add alone; read through
+ * jp__huge_counts. */
+static struct jp_huge_counts hcounts;
+const struct jp_huge_counts *const jp__huge_counts = &hcounts;
 
 /*
  * The HUGE_GUARD bytes before every huge block hold HUGE_GUARD_BYTE (in
@@ -24,7 +35,7 @@ struct jp__lock jp__huge_lock;
 
 static void guard_set(const struct jp_huge *h)
 {
-	if (!jp__ag.check)
+	if (!jp__settings.check)
 		memset((char *)jp__huge_user(h) - HUGE_GUARD, HUGE_GUARD_BYTE, HUGE_GUARD);
 }
 
@@ -34,7 +45,7 @@ static void guard_check(const struct jp_huge *h)
 	const unsigned char *u = jp__huge_user(h);
 	long long first = 0, last = -1;
 
-	if (jp__ag.check)
+	if (jp__settings.check)
 		return;
 	for (int i = -HUGE_GUARD; i < 0; i++)
 		if (u[i] != HUGE_GUARD_BYTE) {
@@ -56,20 +67,20 @@ void jp__huge_init(void)
  * jp_alloc_stats reports. */
 static void huge_bytes_add(uint64_t delta)
 {
-	atomic_fetch_add_explicit(&jp__ag.huge_bytes, delta, memory_order_relaxed);
+	atomic_fetch_add_explicit(&hcounts.bytes, delta, memory_order_relaxed);
 	jp__live_add(delta);
 }
 
 static void huge_count(struct jp_huge *h, int dir)
 {
 	if (dir > 0) {
-		atomic_fetch_add_explicit(&jp__ag.huge_count, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&hcounts.count, 1, memory_order_relaxed);
 		huge_bytes_add(h->map_size);
-		atomic_fetch_add_explicit(&jp__ag.huge_allocs, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&hcounts.allocs, 1, memory_order_relaxed);
 	} else {
-		atomic_fetch_sub_explicit(&jp__ag.huge_count, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&hcounts.count, 1, memory_order_relaxed);
 		huge_bytes_add(-(uint64_t)h->map_size);
-		atomic_fetch_add_explicit(&jp__ag.huge_frees, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&hcounts.frees, 1, memory_order_relaxed);
 	}
 }
 
@@ -157,7 +168,7 @@ static size_t hcache_bytes;
  * a sixteenth, 1.03x). */
 static size_t hcache_limit(void)
 {
-	size_t m = (size_t)atomic_load_explicit(&jp__ag.mapped, memory_order_relaxed);
+	size_t m = (size_t)atomic_load_explicit(&jp__map_counts->mapped, memory_order_relaxed);
 	size_t l = HC_FLOOR + m / 16;
 
 	return l < HC_MAX ? l : HC_MAX;
@@ -228,7 +239,7 @@ static void *hcache_take(size_t total, bool split, bool smaller, size_t *size, s
 	void *base = NULL;
 	int best = -1;
 
-	if (jp__ag.nocache)
+	if (jp__settings.nocache)
 		return NULL;
 	jp__lock(&jp__huge_lock);
 	hcache_expire(jp__os_now_ns());
@@ -273,7 +284,7 @@ static bool hcache_put(void *base, size_t size, size_t res)
 {
 	uint64_t now;
 
-	if (jp__ag.nocache || size > hcache_limit())
+	if (jp__settings.nocache || size > hcache_limit())
 		return false;
 	/* Its head inaccessible while cached (HC_GUARD).  Best effort: a
 	 * mapping that cannot be protected (the map-count limit) is cached
@@ -464,7 +475,7 @@ void jp__huge_free(struct jp_huge *h)
 	huge_count(h, -1);
 	h->magic = 0;
 	jp__reg_set((uintptr_t)jp__huge_user(h), JP_REG_NONE);
-	if (jp__ag.check) {
+	if (jp__settings.check) {
 		jp__huge_quarantine(h);
 		return;
 	}
@@ -503,7 +514,7 @@ void *jp__huge_realloc(struct jp_huge *h, size_t size)
 	cur = off + h->usable;
 	if (total == cur)
 		return jp__huge_user(h);
-	if (off != JP_HUGE_HDR || jp__ag.vg)
+	if (off != JP_HUGE_HDR || jp__settings.vg)
 		return NULL;	/* the caller copies */
 	if (total > cur && total <= old) {
 		/* Inside the mapping (taken from the cache larger than the

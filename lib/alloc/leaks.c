@@ -32,8 +32,12 @@
  *      stack id and printed, largest group first, then one summary line.
  * Nothing here allocates: every table is mapped through the OS door.
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "check.h"
+#include "segment.h"
+#include "huge.h"
 #include "leaks.h"
+#include "base/os.h"
 #include "base/options.h"
 #include "base/stack.h"
 
@@ -546,7 +550,7 @@ __attribute__((destructor(101))) static void leaks_at_exit(void)
 {
 	int code;
 
-	if (!jp__ag.leaks)
+	if (!jp__settings.leaks)
 		return;
 	code = jp__leaks_report();
 	if (code != 0) {

@@ -12,7 +12,7 @@
 #ifndef JP_LEAKS_H
 #define JP_LEAKS_H
 
-#include "alloc_types.h"
+#include "base/jp_internal.h"
 
 #pragma GCC visibility push(hidden)
 

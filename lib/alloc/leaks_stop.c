@@ -9,8 +9,8 @@
  * the scan is over.  A thread that does not answer within LEAKS_WAIT_MS
  * (it blocks the signal, or is stuck) is counted as not scanned.
  */
-#include "alloc_internal.h"
 #include "leaks.h"
+#include "base/os.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -49,10 +49,16 @@
  * is written with write(2) from a buffer on the stack: nothing allocates,
  * so it can be written at exit, from a signal handler and from malloc.
  *
- * Lock: prof_lock, a leaf (nothing is taken while it is held; the fork
+ * Lock: jp__prof_lock, a leaf (nothing is taken while it is held; the fork
  * handlers take it last).
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "tcache.h"
+#include "segment.h"
+#include "sizeclass.h"
+#include "prof.h"
+#include "counter.h"
+#include "base/os.h"
 #include "base/options.h"
 #include "base/stack.h"
 
@@ -75,7 +81,7 @@ static uint64_t rng_next(uint64_t *s)
 	uint64_t x = *s;
 
 	if (x == 0)	/* seeded on first use: the key and this thread */
-		x = (jp__ag.key ^ (uintptr_t)s) * 0x9e3779b97f4a7c15ULL | 1;
+		x = (jp__settings.key ^ (uintptr_t)s) * 0x9e3779b97f4a7c15ULL | 1;
 	x ^= x >> 12;
 	x ^= x << 25;
 	x ^= x >> 27;
@@ -114,7 +120,7 @@ uint64_t jp__prof_interval(uint64_t *state, uint64_t mean)
 /* Blocks of class cls to hand out up to and including the next sample. */
 static uint64_t class_countdown(uint32_t cls)
 {
-	uint64_t k = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
+	uint64_t k = jp__prof_interval(&prof_rng, jp__settings.prof_rate);
 
 	k = (k - 1) / jp__classes[cls].bsize + 1;
 	return k > ((uint64_t)1 << 40) ? (uint64_t)1 << 40 : k;
@@ -152,7 +158,7 @@ struct stack_total {
 	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
 };
 
-/* Under prof_lock. */
+/* Under jp__prof_lock. */
 static struct live *live;
 static struct stack_total *totals;
 static size_t nlive;
@@ -186,7 +192,7 @@ static size_t slot_of(uintptr_t a)
 
 static uint64_t estimate(uint64_t size)
 {
-	return size > jp__ag.prof_rate ? size : jp__ag.prof_rate;
+	return size > jp__settings.prof_rate ? size : jp__settings.prof_rate;
 }
 
 /* Remove the sample of a, if any (under the lock); its size, or 0. */
@@ -265,7 +271,7 @@ static bool record(void *p, uint64_t size, struct jp_span *s)
 		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
 			__atomic_store_n(&seg->slices[k].limit, 0, __ATOMIC_RELAXED);
 	}
-	if (jp__ag.prof_interval != 0 && est_inuse >= est_last + jp__ag.prof_interval) {
+	if (jp__settings.prof_interval != 0 && est_inuse >= est_last + jp__settings.prof_interval) {
 		est_last = est_inuse;
 		due = true;
 	}
@@ -283,7 +289,7 @@ void *jp__prof_bin_due(struct jp_heap *h, struct jp_bin *b, void *p)
 	JP_CNT_ADD(b->nalloc_hi, (uint64_t)1 << 48);
 	/* Without the profile, a count that went 2^48 allocations without a
 	 * refill (which folds it) carries too: folded, that is all. */
-	if (!jp__ag.prof)
+	if (!jp__settings.prof)
 		return p;
 	jp__prof_bin_arm(b, cls);
 	record(p, jp__classes[cls].bsize, jp__span_of((uintptr_t)p));
@@ -295,13 +301,13 @@ bool jp__prof_huge(void *p, uint64_t usable)
 	uint64_t left = prof_huge_left;
 
 	if (left == 0)
-		left = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
+		left = jp__prof_interval(&prof_rng, jp__settings.prof_rate);
 	if (left > usable) {
 		prof_huge_left = left - usable;
 		return false;
 	}
 	/* Crossed: p is sampled; the next interval starts after it. */
-	prof_huge_left = jp__prof_interval(&prof_rng, jp__ag.prof_rate);
+	prof_huge_left = jp__prof_interval(&prof_rng, jp__settings.prof_rate);
 	return record(p, usable, NULL);
 }
 
@@ -370,7 +376,7 @@ static bool write_profile(int fd, bool interrupted)
 	jp__str_add(line, sizeof line, &len, "heap profile: ");
 	add_counts(line, &len, &t);
 	jp__str_add(line, sizeof line, &len, " heap_v2/");
-	add_num(line, &len, jp__ag.prof_rate);
+	add_num(line, &len, jp__settings.prof_rate);
 	jp__str_add(line, sizeof line, &len, "\n");
 	jp__os_write(fd, line, len);
 	for (uint32_t id = 1; totals != NULL && id < NSTACKS; id++) {
@@ -443,7 +449,7 @@ static void write_interval(void)
 
 void jp__prof_on_signal(void)
 {
-	if (jp__ag.prof)
+	if (jp__settings.prof)
 		write_to(atomic_fetch_add_explicit(&prof_seq, 1, memory_order_relaxed) + 1,
 			 true);
 }
@@ -451,6 +457,6 @@ void jp__prof_on_signal(void)
 /* At exit: FILE.<pid>.heap. */
 __attribute__((destructor)) static void prof_at_exit(void)
 {
-	if (jp__ag.prof)
+	if (jp__settings.prof)
 		write_to(0, false);
 }

@@ -22,7 +22,10 @@
  * is counted (jp__huge_unprotected, in the JPSYNC_STATS table) and said once
  * on stderr; free's caller keeps its errno (alloc.c).
  */
-#include "alloc_internal.h"
+#include "segment.h"
+#include "huge.h"
+#include "quarantine.h"
+#include "base/os.h"
 
 #include <stdatomic.h>
 #define HQ_N	64

@@ -1,9 +1,10 @@
 /*
  * segment.c - where the small blocks' memory comes from and goes back to:
- * segments, the spans carved from them, the registry and the purging of
- * free pages.
+ * segments, the spans carved from them, the registry, the purging of free
+ * pages, and the counts of memory mapped and given back (huge blocks'
+ * included).
  *
- * Small blocks live in spans of 4 MiB segments (see alloc_types.h).  A
+ * Small blocks live in spans of 4 MiB segments (see segment.h).  A
  * segment keeps a 64-bit map of the slices in use; a released span's
  * slices become free for any class at once.  Their pages are given back to
  * the OS (madvise) lazily, by age: freed slices stay "dirty" (resident), and
@@ -27,7 +28,9 @@
  * only the pages for addresses in use are ever touched), so that free() can tell our
  * pointers from others without dereferencing them.
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "segment.h"
+#include "base/os.h"
 
 #include <errno.h>
 #include <string.h>
@@ -37,6 +40,12 @@ struct jp__lock jp__seg_lock;
 
 /* Slices of free spans and the header point here: no offset is a block. */
 struct jp_span jp__no_span = { .nstart = 0, .limit = 0, .divc = 1 };
+
+/* Written here alone (jp__mapped_add and the rest below); the others read
+ * it through jp__map_counts.  Its own cache line: it changes at every
+ * mapping and madvise, and shares no line with what the fast paths read. */
+static struct jp_map_counts map_counts JP_ALIGNED_CL;
+const struct jp_map_counts *const jp__map_counts = &map_counts;
 
 static struct jp_segment *segments;	/* every segment (segment lock) */
 static uint64_t used_slices;		/* in spans, all segments (segment lock) */
@@ -82,30 +91,30 @@ int jp__map_registered(void **p, size_t size, size_t align)
 void jp__mapped_add(size_t n)
 {
 	/* relaxed: statistics only. */
-	uint64_t m = atomic_fetch_add_explicit(&jp__ag.mapped, n,
+	uint64_t m = atomic_fetch_add_explicit(&map_counts.mapped, n,
 					       memory_order_relaxed) + n;
-	uint64_t p = atomic_load_explicit(&jp__ag.peak_mapped, memory_order_relaxed);
+	uint64_t p = atomic_load_explicit(&map_counts.peak_mapped, memory_order_relaxed);
 
-	while (m > p && !atomic_compare_exchange_weak_explicit(&jp__ag.peak_mapped,
+	while (m > p && !atomic_compare_exchange_weak_explicit(&map_counts.peak_mapped,
 			&p, m, memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
 void jp__mapped_sub(size_t n)
 {
-	atomic_fetch_sub_explicit(&jp__ag.mapped, n, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&map_counts.mapped, n, memory_order_relaxed);
 }
 
 void jp__trimmed_add(size_t n)
 {
-	atomic_fetch_add_explicit(&jp__ag.trimmed, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&map_counts.trimmed, n, memory_order_relaxed);
 }
 
 void jp__decommit(void *addr, size_t size)
 {
 	jp__os_decommit(addr, size);
-	atomic_fetch_add_explicit(&jp__ag.decommits, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&jp__ag.decommit_bytes, size, memory_order_relaxed);
+	atomic_fetch_add_explicit(&map_counts.decommits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&map_counts.decommit_bytes, size, memory_order_relaxed);
 }
 
 static struct jp_segment *segment_new(void)
@@ -349,7 +358,7 @@ void jp__span_release(struct jp_span *s)
 	jp__span_publish(s);
 	seg->used_bits &= ~mask;
 	used_slices -= n;
-	if (jp__ag.madvise_min != UINT64_MAX && bytes >= jp__ag.madvise_min) {
+	if (jp__settings.madvise_min != UINT64_MAX && bytes >= jp__settings.madvise_min) {
 		seg->dirty_bits |= mask;
 		dirty_bytes += bytes;
 	}

@@ -2,9 +2,11 @@
  * sizeclass.c - the size classes: what each class is (block size, span
  * length, blocks per span) and the table that maps a request of up to
  * JP_LOOKUP_MAX bytes to its bin (the role of jemalloc's sc.c and sz.c).
- * The formulas themselves are inline in alloc_internal.h.
+ * The formulas themselves are inline in sizeclass.h.
  */
-#include "alloc_internal.h"
+#include "tcache.h"
+#include "segment.h"
+#include "sizeclass.h"
 
 struct jp_class jp__classes[JP_NCLASSES];
 

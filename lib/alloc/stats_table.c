@@ -4,8 +4,14 @@
  * alloc_stats.c (jp__stats_gather), where the table also goes out at exit
  * and on JPSYNC_STATS_SIGNAL.  Nothing here allocates.
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "quarantine.h"
+#include "sizeclass.h"
+#include "stats.h"
+#include "base/os.h"
 #include "base/options.h"
+
+#include <jpsync/alloc.h>
 
 #include <errno.h>
 #include <string.h>
@@ -174,7 +180,7 @@ static void put_text(char *b, size_t *len, const struct jp_alloc_stats *st,
 	put(b, len, "  in ");
 	put_num(b, len, st->huge_count, 0);
 	put(b, len, st->huge_count == 1 ? " block (above 256 KiB)\n" : " blocks (above 256 KiB)\n");
-	if (jp__ag.check) {
+	if (jp__settings.check) {
 		/* Check mode's quarantine that fell back to madvise (huge.c). */
 		put(b, len, "  check mode      ");
 		put_num(b, len, jp__huge_unprotected(), 16);
@@ -269,7 +275,7 @@ static void put_json(char *b, size_t *len, const struct jp_alloc_stats *st,
 	put_field(b, len, "frees", st->frees, false);
 	put_field(b, len, "cache_hits", st->cache_hits, false);
 	put_field(b, len, "cache_misses", st->cache_misses, false);
-	if (jp__ag.check)
+	if (jp__settings.check)
 		put_field(b, len, "check_unprotected", jp__huge_unprotected(), false);
 	put(b, len, ",\"classes\":[");
 	for (uint32_t c = 0; c < st->nclasses; c++) {

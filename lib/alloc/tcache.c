@@ -18,7 +18,15 @@
  * heaps.  Heaps are mmap'ed, never in static TLS: the thread-local state is
  * one initial-exec pointer, jp__tls_heap.
  */
-#include "alloc_internal.h"
+#include "alloc_init.h"
+#include "tcache.h"
+#include "central.h"
+#include "segment.h"
+#include "sizeclass.h"
+#include "prof.h"
+#include "stats.h"
+#include "counter.h"
+#include "base/os.h"
 #include "base/options.h"
 #include "base/thread_exit.h"
 
@@ -53,7 +61,7 @@ static void heap_destroy(void *arg);
 
 void jp__tcache_init(void)
 {
-	uint64_t cache_n = jp__ag.cache_n;
+	uint64_t cache_n = jp__settings.cache_n;
 
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 		size_t bs = jp__classes[c].bsize;
@@ -81,7 +89,7 @@ void jp__tcache_init(void)
 			start = 1;
 		if (max < start)
 			max = start;
-		if (jp__ag.nocache || bs > JP_BIN_BLOCK_MAX)
+		if (jp__settings.nocache || bs > JP_BIN_BLOCK_MAX)
 			start = max = 0;
 		bin_start[c] = (uint32_t)start;
 		bin_ceiling[c] = (uint32_t)max;
@@ -94,7 +102,7 @@ void jp__tcache_init(void)
  * has grown (fewer lock round trips for a thread that allocates in bulk). */
 static uint32_t refill_want(const struct jp_bin *b)
 {
-	uint64_t want = jp__ag.mag_size, quarter = b->max / 4;
+	uint64_t want = jp__settings.mag_size, quarter = b->max / 4;
 
 	if (quarter > REFILL_MAX)
 		quarter = REFILL_MAX;
@@ -150,7 +158,7 @@ struct jp_heap *jp__heap_get(void)
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 		h->bins[c].cn = bin_start[c];
 		h->bins[c].max = bin_start[c];
-		if (jp__ag.prof)
+		if (jp__settings.prof)
 			jp__prof_bin_arm(&h->bins[c], c);
 	}
 	h->live = 1;
@@ -199,7 +207,7 @@ static uint64_t heap_budget(void)
 {
 	unsigned n = atomic_load_explicit(&live_heaps, memory_order_relaxed);
 
-	return jp__ag.cache_bytes / (n < 1 ? 1 : n);
+	return jp__settings.cache_bytes / (n < 1 ? 1 : n);
 }
 
 static void bin_set_max(struct jp_heap *h, struct jp_bin *b, uint32_t max,
@@ -327,8 +335,8 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	JP_CNT_ADD(h->nmiss[cls], 1);
 	b->dry = 1;	/* the bin may grow at its next overflow */
 	/* Not the double-free key any more (JPSYNC_CHECK looks at it first:
-	 * check_alloc overwrites it). */
-	if (!jp__ag.check)
+	 * jp__check_alloc overwrites it). */
+	if (!jp__settings.check)
 		((void **)blk)[1] = NULL;
 	if (jp_unlikely(due))
 		return jp__prof_bin_due(h, b, blk);
@@ -341,7 +349,7 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 	uint32_t cls = s->cls;
 	struct jp_bin *b;
 
-	((uintptr_t *)p)[1] = jp__ag.key;
+	((uintptr_t *)p)[1] = jp__settings.key;
 	if (h == NULL) {
 		/* No heap for this thread (out of memory): straight back. */
 		jp__central_put(cls, p, 1);

@@ -25,7 +25,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#pragma GCC visibility push(hidden)	/* see alloc_types.h */
+/* Hidden declarations too (-fvisibility=hidden covers definitions only),
+ * so that calls and the globals are reached directly, not through the
+ * PLT or the GOT. */
+#pragma GCC visibility push(hidden)
 
 struct jp__lock {
 	_Atomic uintptr_t owner;	/* pthread_self() of the holder, or 0 */

@@ -468,11 +468,7 @@ int jp__os_gettid(void)
 
 /* ---- alloc: in-place and fixed-destination mremap ----------------------
  * For huge blocks, which must stay 4 MiB-aligned (the allocator finds their
- * header by masking the pointer).  jp__os_resize and jp__os_move are
- * declared in os.h, jp__os_protect_none in alloc_internal.h. */
-
-int jp__os_protect_none(void *addr, size_t size);
-int jp__os_protect(void *addr, size_t size, bool access);
+ * header by masking the pointer). */
 
 /*
  * Grow or shrink a mapping where it is; ENOMEM when it cannot grow there.
@@ -554,12 +550,8 @@ int jp__os_membarrier(void)
  * Programs such as cat and sort close stderr before the library's exit
  * handler prints the statistics table; the allocator keeps a close-on-exec
  * copy of fd 2, made at start, high up (away from the descriptors a
- * program numbers itself), and checks at exit that it still is that file.
- * Declared in alloc_internal.h. */
+ * program numbers itself), and checks at exit that it still is that file. */
 #include <sys/stat.h>
-
-int jp__os_dup_high(int fd, int min, uint64_t id[2]);
-int jp__os_fd_is(int fd, const uint64_t id[2]);
 
 /* A close-on-exec copy of fd numbered min or more (lower if the limit on
  * descriptors is below min); -1 if fd is not open.  id: what it is. */

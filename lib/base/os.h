@@ -51,6 +51,12 @@ int jp__os_remap(void **addr, size_t old_size, size_t new_size);
 int jp__os_resize(void *addr, size_t old_size, size_t new_size);
 /* Move a mapping's pages to dest, replacing what is mapped there. */
 int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest);
+/* Give the pages of [addr, addr + size) back and make it inaccessible (it
+ * stays reserved). */
+int jp__os_protect_none(void *addr, size_t size);
+/* Make the range inaccessible (access false) or readable and writable
+ * again, its pages kept. */
+int jp__os_protect(void *addr, size_t size, bool access);
 /* The machine's memory, RAM and swap, in bytes (SIZE_MAX if unknown): no
  * mapping larger than this can ever be filled. */
 size_t jp__os_mem_bytes(void);
@@ -164,6 +170,12 @@ const char *jp__os_program_bytes(char *buf, size_t cap);
 /* Copy the file at path (a /proc file: read to its end) to fd, through
  * raw system calls and a buffer on the stack: 0 or errno. */
 int jp__os_copy_file(const char *path, int fd);
+/* A close-on-exec copy of fd numbered min or more (lower if the limit on
+ * descriptors is below min), -1 if fd is not open; id: what file it is.
+ * Whether fd is still the file id says (the allocator's copy of stderr for
+ * its statistics at exit). */
+int jp__os_dup_high(int fd, int min, uint64_t id[2]);
+int jp__os_fd_is(int fd, const uint64_t id[2]);
 
 /* The whole file at path (a /proc file) into buf, NUL-terminated, by raw
  * system calls; its length, or -1 (errno set).  A file longer than

@@ -1,6 +1,7 @@
 /*
- * park.c - the parking protocol of park.h: deadlines, the futex wait that a
- * signal does not end, channels.
+ * park.c - the parking protocol of park.h: the deadline test, the decision
+ * whether waiters spin, the futex wait that a signal does not end (and the
+ * count of sleeps), channels.
  */
 #include "park.h"
 #include "os.h"

@@ -1,13 +1,17 @@
 /*
- * park.h - the library's one parking protocol: how a thread that has to
- * wait for another sleeps on a 32-bit futex word until an absolute
- * CLOCK_MONOTONIC deadline, and how the other wakes it.  Every blocking
- * call of the synchronisation layer parks here: jp_mutex (mutex.c: the
- * lock word is the futex), jp_cond (cond.c), jp_wait (wait.c), blocked
- * queue callers (queue_wait.c) and jp_hammer's start (hammer.c).  A new
- * primitive (a reader-writer lock, a semaphore, a barrier) parks here too,
- * so that deadlines, signals and the no-lost-wake-up argument exist once.
- * (The internal lock, lock.c beside this file, is the one exception: it
+ * park.h - the library's one parking protocol (park.c): how a thread that
+ * has to wait for another sleeps on a 32-bit futex word until an absolute
+ * CLOCK_MONOTONIC deadline, and how the other wakes it; the deadline
+ * checks every timed call makes; whether a waiter may spin before it
+ * sleeps (jp__park_may_spin: not on one CPU, not under valgrind); and the
+ * count of sleeps the tests read.  Every blocking call of the
+ * synchronisation and queue layers parks here: jp_mutex (mutex.c: the lock
+ * word is the futex), jp_cond (cond.c), jp_rwlock (rwlock.c), jp_sem
+ * (sem.c), jp_barrier (barrier.c), jp_wait (wait.c), blocked queue callers
+ * (spsc.c, queue_wait.c) and jp_hammer's start (hammer.c); a new primitive
+ * parks here too, so that deadlines, signals and the no-lost-wake-up
+ * argument exist once.  (The internal lock, lock.c beside this file, is the
+ * one exception: it sleeps on a futex word of its own through os.h, as it
  * never has a deadline, and a fork handler must see who holds it.)
  *
  * Vocabulary:
@@ -52,7 +56,7 @@
  * Wakers choose one of two policies, by what they wake:
  *   - wake n and let the woken count themselves out (jp__park_leave): a
  *     notify_one must leave the other sleepers registered (wait.c, cond.c);
- *   - take every registration and wake everyone (jp__park_chan_wake_all):
+ *   - take every registration and wake everyone (jp__park_chan_wake):
  *     while the woken are on their way, later wakers see nobody and make no
  *     system call, one wake-up per sleep rather than per event (queues).
  *     A waiter that leaves on its own (a timeout) then leaves its

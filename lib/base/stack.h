@@ -27,7 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#pragma GCC visibility push(hidden)	/* see alloc_types.h */
+/* Hidden declarations too (-fvisibility=hidden covers definitions only),
+ * so that calls and the globals are reached directly, not through the
+ * PLT or the GOT. */
+#pragma GCC visibility push(hidden)
 
 #define JP_STACK_MAX	16
 

@@ -13,10 +13,14 @@
  * and underflow on every size class, aligned blocks and huge blocks, a
  * write after free, a double free, a foreign and an interior pointer.
  */
-#include "alloc/alloc_internal.h"
+#include "alloc/alloc_init.h"
+#include "alloc/check.h"
+#include "alloc/segment.h"
+#include "alloc/sizeclass.h"
 
 #include "testutil.h"
 
+#include <jpsync/alloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,7 +368,7 @@ int main(void)
 	setenv("JPSYNC_CHECK", "1", 1);
 	jp__check_hook = hook;
 	jp_free(jp_alloc(1));
-	if (!jp__ag.check) {
+	if (!jp__settings.check) {
 		/* memcheck switches check mode off (it checks itself). */
 		printf("SKIP: check mode is off here (valgrind's memcheck)\n");
 		return 77;

@@ -3,10 +3,12 @@
  * library): -ln(u) without libm, the mean of its intervals, and the
  * statistics' counts kept exact while the profile arms the bins' counts.
  */
-#include "alloc/alloc_internal.h"
+#include "alloc/alloc_init.h"
+#include "alloc/prof.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
+#include <jpsync/alloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -116,9 +118,9 @@ int main(void)
 	/* The allocator started, then the profile on (as JPSYNC_HEAP_PROFILE
 	 * does at the start) for the heaps made from now on. */
 	jp_free(jp_alloc(1));
-	jp__ag.prof_rate = 4096;
-	jp__ag.prof = 1;
+	jp__settings_w.prof_rate = 4096;
+	jp__settings_w.prof = 1;
 	rc = jp_test_run(suites);
-	jp__ag.prof = 0;	/* no profile at exit */
+	jp__settings_w.prof = 0;	/* no profile at exit */
 	return rc;
 }

@@ -3,17 +3,18 @@
  * (white-box: links the core library).
  *
  * The registry has one byte per 4 MiB chunk below 2^JP_VA_BITS, the
- * target's user address width (alloc_types.h).  x86-64 and qemu-user on it
+ * target's user address width (alloc/segment.h).  x86-64 and qemu-user on it
  * never place a mapping above 2^47, so the edges are tested with synthetic
  * addresses: the top chunk of the space has its byte, a pointer there or
  * above is an invalid free and never a read out of the array, a range that
  * leaves the space is refused (the test a new mapping must pass), and every
  * mapping this process really has lies below the width.
  */
-#include "alloc/alloc_internal.h"
+#include "alloc/segment.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
+#include <jpsync/alloc.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>

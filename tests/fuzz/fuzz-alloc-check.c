@@ -16,7 +16,8 @@
 #include "config.h"
 
 #include "alloc-model.h"
-#include "alloc/alloc_internal.h"
+#include "alloc/alloc_init.h"
+#include "alloc/quarantine.h"
 #include "testutil.h"
 
 #include <jpsync/alloc.h>
@@ -40,7 +41,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* Before the allocator's first call: the options are read once. */
 	setenv("JPSYNC_CHECK", "1", 1);
 	jp_free(jp_alloc(1));
-	if (!jp__ag.check && jp_test_on_memcheck()) {
+	if (!jp__settings.check && jp_test_on_memcheck()) {
 		/* jp_alloc(3): memcheck turns check mode off (it checks
 		 * itself); replay-alloc replays the default mode under it. */
 		printf("replay: %s: skipped: check mode is off here (valgrind's memcheck)\n",
@@ -50,7 +51,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* Anywhere else the options were read before the line above set
 	 * JPSYNC_CHECK (a constructor that reads them at load): libFuzzer
 	 * ignores what this returns, and would fuzz the default mode. */
-	FZ_CHECK(jp__ag.check, "check mode is off: JPSYNC_CHECK was read before "
+	FZ_CHECK(jp__settings.check, "check mode is off: JPSYNC_CHECK was read before "
 		 "the allocator's first call");
 	return 0;
 }

@@ -1,0 +1,89 @@
+/*
+ * central.h - what central.c owns: the shared per-class lists of each
+ * shard (the spans with free blocks and the transfer chains), under one
+ * lock per class and shard, and the shards threads join.
+ *
+ * Vocabulary:
+ *   shard    one of JP_NSHARDS sets of shared per-class lists.  Threads
+ *            are spread over the shards so that threads refilling and
+ *            flushing the same class do not all queue on one lock.  (Not
+ *            the public jp_arena, a bump allocator.)
+ */
+#ifndef JP_CENTRAL_H
+#define JP_CENTRAL_H
+
+#include "base/jp_internal.h"
+#include "base/lock.h"
+#include "sizeclass.h"
+
+#include <stdbool.h>
+
+#pragma GCC visibility push(hidden)	/* see alloc_init.h */
+
+#define JP_NSHARDS	8	/* at most; 4 per CPU are used */
+
+struct jp_span;
+
+/*
+ * A chain of free blocks that a bin gave back whole, kept as it is so that
+ * another bin of the shard refills from it in one step (tcmalloc's
+ * transfer cache): a block a consumer thread frees reaches a producer with
+ * no walk of its span's free list under the lock.  Its blocks still count
+ * as used in their spans (and in used_blocks).
+ */
+#define JP_XFER_SLOTS	8
+struct jp_chain {
+	void *head;		/* linked through word 0, the n-th link NULL */
+	uint32_t n;
+};
+
+/* The shared lists of one class in one shard.  A span belongs to one
+ * shard; a block goes back to its span's shard, whichever thread frees it. */
+struct jp_central {
+	struct jp__lock lock;
+	struct jp_span *spans;	/* spans with free blocks (or empty) */
+	uint32_t empty_spans;	/* of them, entirely free */
+	uint32_t nxfer;		/* chains in xfer */
+	uint64_t xfer_blocks;	/* blocks in them */
+	uint64_t used_blocks;	/* blocks out of spans */
+	uint64_t nspans;	/* spans held */
+	struct jp_chain xfer[JP_XFER_SLOTS];
+} JP_ALIGNED_CL;
+
+extern struct jp_central jp__central[JP_NSHARDS][JP_NCLASSES];
+extern unsigned jp__nshards;		/* in use */
+void jp__central_init(void);
+/*
+ * Take up to want blocks of class cls from shard, linked through word 0
+ * into *out (*last: the last block, whose link is garbage, or NULL when
+ * the chain ends in a NULL link already).  A transfer chain of at most fit
+ * blocks comes whole.  Returns the count, 0 when out of memory.
+ */
+uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
+			  uint32_t fit, void **out, void **last);
+/* Return the first n blocks of chain head to their spans; returns the
+ * rest of the chain. */
+void *jp__central_put(uint32_t cls, void *head, size_t n);
+/* Keep the first n blocks of chain head whole as a transfer chain (all:
+ * exactly n blocks ending in a NULL link); returns the rest, or head when
+ * it was not kept. */
+void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all);
+/* Is p on a transfer chain of its class, or on the free list of s? */
+bool jp__central_holds(void *p, struct jp_span *s);
+/* A thread's heap joins the shard with the fewest threads (returned), or
+ * leaves its shard; the last to leave sends the shard's chains back to
+ * their spans. */
+unsigned jp__shard_join(void);
+void jp__shard_leave(unsigned shard);
+/* The live heaps of a shard now (a statistic: relaxed). */
+unsigned jp__shard_threads(unsigned shard);
+/* Send every chain back and give entirely free spans to their segments. */
+size_t jp__central_trim(void);
+
+/* Free block b of a bin or a transfer chain has diff (not 0) between its
+ * word 1 and the key: dies naming the damaged bytes of its words 0 and 1. */
+_Noreturn JP_COLD void jp__free_block_damaged(const void *b, uintptr_t diff);
+
+#pragma GCC visibility pop
+
+#endif /* JP_CENTRAL_H */
