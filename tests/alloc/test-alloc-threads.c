@@ -773,6 +773,15 @@ int main(void)
 		jp_test_unregister(transit_tests, test_in_transit,
 				   "memcheck: no thread caches, so no transfer chains");
 	}
+	if (jp_test_on_drd()) {
+		/* drd serialises the threads and compares vector clocks of
+		 * all of them at each barrier: rounds of 64 and 300 threads
+		 * take many minutes.  helgrind and TSan run them. */
+		jp_test_unregister(transit_tests, test_ring_64,
+				   "drd: barriers of 64 threads take minutes");
+		jp_test_unregister(transit_tests, test_ring_300,
+				   "drd: barriers of 300 threads take minutes");
+	}
 	if (jp_test_emulated()) {
 		/* RSS is the emulator process's: each guest thread is a host
 		 * thread with qemu's own state, which outlives it. */
