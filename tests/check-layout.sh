@@ -85,14 +85,15 @@ done
 
 # 2b. Inside lib/alloc, the layers (doc/layout.md, "Inside lib/alloc"): a
 # file includes the headers of its own layer and of those below it.  Rank
-# 0: what every layer may read or add to (the settings, the statistics'
-# counters); 1: where memory comes from and how it is cut (segments, the
+# 0: what every layer may read (the settings, how a count is read
+# without a lock); 1: where memory comes from and how it is cut (segments, the
 # size classes, huge blocks, check mode's quarantine of them); 2: the
 # shared per-class lists;
 # 3: the thread caches and the heap profile they sample for; 4: check
 # mode; 5: the leak report.  The API and start-up files sit on top and
-# may include any.  A new header or file gets a rank here.
-ALLOC_RANKS="alloc_init:0 sizeclass:1 counter:0 stats:0 segment:1 huge:1
+# may include any; 6 is stats.h, theirs alone (the statistics read every
+# layer, and no layer calls them).  A new header or file gets a rank here.
+ALLOC_RANKS="alloc_init:0 sizeclass:1 counter:0 stats:6 segment:1 huge:1
   quarantine:1 central:2 tcache:3 prof:3 check:4 check_fault:4 leaks:5
   leaks_stop:5"
 ALLOC_TOP="alloc.c alloc_init.c alloc_fork.c alloc_stats.c stats_table.c"

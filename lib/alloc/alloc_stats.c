@@ -10,9 +10,10 @@
  * Bytes in use are the blocks out of the spans (class counters) less those
  * sitting in thread caches and on transfer chains, plus huge blocks.
  * Their peak is that of one more counter, the bytes out of the spans plus
- * huge blocks (jp__live_add), kept where those change: at a refill or a
- * return of blocks to the spans and at each huge block's allocation, free
- * and resize, never on a fast path.
+ * huge blocks (jp__live_add in segment.c), kept where those change: at a
+ * refill or a return of blocks to the spans and at each huge block's
+ * allocation, free and resize, never on a fast path.  The counts of heaps
+ * whose threads exited are tcache.c's (jp__heap_dead_counts).
  * Nothing here allocates, so the table can be printed at exit and from
  * inside a preloaded malloc.
  */
@@ -34,65 +35,6 @@
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
-
-/*
- * The bytes out of the spans plus the huge blocks' (live), and the most
- * they have been (peak): one counter for both kinds, so that the peak is
- * that of their sum at one moment, not a sum of separate peaks (which was
- * 65 MiB too low for a program that held a 65 MiB block and freed it before
- * exit, or too high for one that moved from small to huge blocks).  Its own
- * cache line: it changes at every refill, and jp__settings is read on the
- * fast paths.  relaxed: statistics; each add's result is the sum at one point
- * of the counter's modification order, so the peak is a sum that existed.
- */
-static struct {
-	_Atomic uint64_t live, peak;
-} JP_ALIGNED_CL live_bytes;
-
-void jp__live_add(uint64_t delta)
-{
-	uint64_t v = atomic_fetch_add_explicit(&live_bytes.live, delta,
-					       memory_order_relaxed) + delta;
-	uint64_t p = atomic_load_explicit(&live_bytes.peak, memory_order_relaxed);
-
-	/* A decrease wraps to above any peak: it is told by its sign bit (no
-	 * process holds 2^63 bytes). */
-	if ((int64_t)delta <= 0)
-		return;
-	while (v > p && !atomic_compare_exchange_weak_explicit(&live_bytes.peak, &p, v,
-			memory_order_relaxed, memory_order_relaxed))
-		;
-}
-
-/* The counts of exited threads' heaps (heap lock). */
-static uint64_t dead_alloc[JP_NCLASSES], dead_free[JP_NCLASSES],
-	dead_miss[JP_NCLASSES];
-
-/* What bin c of heap h handed out and took back; returns its length. */
-static uint64_t bin_counts(const struct jp_heap *h, uint32_t c,
-			   uint64_t *nalloc, uint64_t *nfree)
-{
-	const struct jp_bin *b = &h->bins[c];
-	uint64_t cn = JP_CNT_LOAD(b->cn);
-	uint64_t count = JP_CNT_LOAD(b->max) - JP_CN_CREDIT(cn);
-
-	*nalloc = JP_CN_NALLOC(cn) + JP_CNT_LOAD(b->nalloc_hi);
-	*nfree = count - JP_CNT_LOAD(b->nrefill) + *nalloc +
-		 JP_CNT_LOAD(h->nflush[c]);
-	return count;
-}
-
-void jp__stats_fold(const struct jp_heap *h)
-{
-	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
-		uint64_t nalloc, nfree;
-
-		bin_counts(h, c, &nalloc, &nfree);
-		dead_alloc[c] += nalloc;
-		dead_free[c] += nfree;
-		dead_miss[c] += JP_CNT_LOAD(h->nmiss[c]);
-	}
-}
 
 /*
  * Take l; in a signal handler (interrupted), not if the interrupted code
@@ -125,7 +67,7 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 	for (struct jp_heap *h = jp__heaps; h != NULL; h = h->next) {
 		st->threads++;
 		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
-			uint64_t nalloc, nfree, count = bin_counts(h, c, &nalloc, &nfree);
+			uint64_t nalloc, nfree, count = jp__bin_counts(h, c, &nalloc, &nfree);
 
 			st->class_allocs[c] += nalloc;
 			st->class_frees[c] += nfree;
@@ -135,10 +77,13 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 		}
 	}
 	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
-		st->class_allocs[c] += dead_alloc[c];
-		st->class_frees[c] += dead_free[c];
-		misses += dead_miss[c];
-		cm[c] += dead_miss[c];
+		uint64_t da, df, dm;
+
+		jp__heap_dead_counts(c, &da, &df, &dm);
+		st->class_allocs[c] += da;
+		st->class_frees[c] += df;
+		misses += dm;
+		cm[c] += dm;
 	}
 	jp__unlock(&jp__heap_lock);
 
@@ -182,7 +127,7 @@ bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool inte
 	/* The peak of the bytes out of the spans plus huge blocks: blocks in
 	 * thread caches and on transfer chains count as in use there, so it
 	 * is at most their bytes above the true peak (jp_alloc_stats(3)). */
-	st->peak_in_use = atomic_load_explicit(&live_bytes.peak, memory_order_relaxed);
+	st->peak_in_use = jp__live_peak();
 	if (st->peak_in_use < st->in_use)
 		st->peak_in_use = st->in_use;
 	st->mapped = atomic_load_explicit(&jp__map_counts->mapped, memory_order_relaxed);

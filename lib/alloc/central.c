@@ -41,7 +41,6 @@
 #include "central.h"
 #include "segment.h"
 #include "sizeclass.h"
-#include "stats.h"
 #include "counter.h"
 #include "base/os.h"
 

@@ -11,7 +11,6 @@
 #include "segment.h"
 #include "huge.h"
 #include "quarantine.h"
-#include "stats.h"
 #include "base/os.h"
 
 #include <errno.h>

@@ -2,7 +2,8 @@
  * segment.c - where the small blocks' memory comes from and goes back to:
  * segments, the spans carved from them, the registry, the purging of free
  * pages, and the counts of memory mapped and given back (huge blocks'
- * included).
+ * included), and of the bytes out of the spans and in huge blocks (live)
+ * with their peak.
  *
  * Small blocks live in spans of 4 MiB segments (see segment.h).  A
  * segment keeps a 64-bit map of the slices in use; a released span's
@@ -46,6 +47,40 @@ struct jp_span jp__no_span = { .nstart = 0, .limit = 0, .divc = 1 };
  * mapping and madvise, and shares no line with what the fast paths read. */
 static struct jp_map_counts map_counts JP_ALIGNED_CL;
 const struct jp_map_counts *const jp__map_counts = &map_counts;
+
+/*
+ * The bytes out of the spans plus the huge blocks' (live), and the most
+ * they have been (peak): one counter for both kinds, so that the peak is
+ * that of their sum at one moment, not a sum of separate peaks (which was
+ * 65 MiB too low for a program that held a 65 MiB block and freed it before
+ * exit, or too high for one that moved from small to huge blocks).  Its own
+ * cache line: it changes at every refill, and jp__settings is read on the
+ * fast paths.  relaxed: statistics; each add's result is the sum at one point
+ * of the counter's modification order, so the peak is a sum that existed.
+ */
+static struct {
+	_Atomic uint64_t live, peak;
+} JP_ALIGNED_CL live_bytes;
+
+void jp__live_add(uint64_t delta)
+{
+	uint64_t v = atomic_fetch_add_explicit(&live_bytes.live, delta,
+					       memory_order_relaxed) + delta;
+	uint64_t p = atomic_load_explicit(&live_bytes.peak, memory_order_relaxed);
+
+	/* A decrease wraps to above any peak: it is told by its sign bit (no
+	 * process holds 2^63 bytes). */
+	if ((int64_t)delta <= 0)
+		return;
+	while (v > p && !atomic_compare_exchange_weak_explicit(&live_bytes.peak, &p, v,
+			memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+uint64_t jp__live_peak(void)
+{
+	return atomic_load_explicit(&live_bytes.peak, memory_order_relaxed);
+}
 
 static struct jp_segment *segments;	/* every segment (segment lock) */
 static uint64_t used_slices;		/* in spans, all segments (segment lock) */

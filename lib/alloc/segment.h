@@ -176,6 +176,13 @@ void jp__trimmed_add(size_t n);
 /* Every madvise that gives pages back goes through here, to be counted
  * (decommits, decommit_bytes in jp_alloc_stats). */
 void jp__decommit(void *addr, size_t size);
+/* Bytes out of the spans (blocks taken by bins) or in huge mappings grew
+ * by delta (modulo 2^64: a decrease is a negative delta); the peak of the
+ * sum follows.  Called where those change: refills and returns to the
+ * spans (central.c), huge blocks (huge.c); the peak is read by the
+ * statistics. */
+void jp__live_add(uint64_t delta);
+uint64_t jp__live_peak(void);
 
 /* ---- the lookups ---------------------------------------------------- */
 

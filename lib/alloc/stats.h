@@ -1,7 +1,6 @@
 /*
  * stats.h - the statistics: what alloc_stats.c owns (gathering
- * struct jp_alloc_stats from each layer's state and counts, the live bytes
- * and their peak, the counts of heaps whose threads exited, the JPSYNC_STATS
+ * struct jp_alloc_stats from each layer's state and counts, the JPSYNC_STATS
  * report at exit and on a signal) and what stats_table.c owns (printing
  * the table).
  */
@@ -24,14 +23,7 @@ void jp__stats_collect(struct jp_alloc_stats *st, uint64_t *class_miss);
 /* The same from the stats signal's handler (interrupted): false, and *st
  * partly filled, when the interrupted code holds a lock it needs. */
 bool jp__stats_gather(struct jp_alloc_stats *st, uint64_t *class_miss, bool interrupted);
-/* Keep the counts of a heap whose thread exits (heap lock). */
-void jp__stats_fold(const struct jp_heap *h);
 void jp__stats_init(void);	/* at start: keep a copy of stderr */
-/* Bytes out of the spans (blocks taken by bins) or in huge mappings grew
- * by delta (modulo 2^64: a decrease is a negative delta); the peak of the
- * sum follows.  Called where those change: refills and returns to the
- * spans (central.c), huge blocks (huge.c). */
-void jp__live_add(uint64_t delta);
 
 /* ---- "stats_table.c" -------------------------------------------------- */
 

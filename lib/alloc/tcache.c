@@ -24,7 +24,6 @@
 #include "segment.h"
 #include "sizeclass.h"
 #include "prof.h"
-#include "stats.h"
 #include "counter.h"
 #include "base/os.h"
 #include "base/options.h"
@@ -56,6 +55,44 @@ struct jp_heap *jp__heaps;		/* live heaps (heap lock) */
 static struct jp_heap *free_heaps;	/* heaps of exited threads */
 static char *heap_chunk;		/* carving heaps from here */
 static size_t heap_chunk_left;
+
+/* The counts of exited threads' heaps (heap lock). */
+static uint64_t dead_alloc[JP_NCLASSES], dead_free[JP_NCLASSES],
+	dead_miss[JP_NCLASSES];
+
+uint64_t jp__bin_counts(const struct jp_heap *h, uint32_t c,
+			uint64_t *nalloc, uint64_t *nfree)
+{
+	const struct jp_bin *b = &h->bins[c];
+	uint64_t cn = JP_CNT_LOAD(b->cn);
+	uint64_t count = JP_CNT_LOAD(b->max) - JP_CN_CREDIT(cn);
+
+	*nalloc = JP_CN_NALLOC(cn) + JP_CNT_LOAD(b->nalloc_hi);
+	*nfree = count - JP_CNT_LOAD(b->nrefill) + *nalloc +
+		 JP_CNT_LOAD(h->nflush[c]);
+	return count;
+}
+
+/* Keep the counts of a heap whose thread exits (heap lock). */
+static void heap_fold(const struct jp_heap *h)
+{
+	for (uint32_t c = 0; c < JP_NCLASSES; c++) {
+		uint64_t nalloc, nfree;
+
+		jp__bin_counts(h, c, &nalloc, &nfree);
+		dead_alloc[c] += nalloc;
+		dead_free[c] += nfree;
+		dead_miss[c] += JP_CNT_LOAD(h->nmiss[c]);
+	}
+}
+
+void jp__heap_dead_counts(uint32_t c, uint64_t *nalloc, uint64_t *nfree,
+			  uint64_t *nmiss)
+{
+	*nalloc = dead_alloc[c];
+	*nfree = dead_free[c];
+	*nmiss = dead_miss[c];
+}
 
 static void heap_destroy(void *arg);
 
@@ -282,7 +319,7 @@ static void heap_destroy(void *arg)
 	jp__heap_flush(h);
 	jp__tls_heap = &jp__empty_heap;
 	jp__lock(&jp__heap_lock);
-	jp__stats_fold(h);	/* keep the counts of a heap that goes away */
+	heap_fold(h);	/* keep the counts of a heap that goes away */
 	h->live = 0;
 	atomic_store_explicit(&live_heaps, atomic_load_explicit(&live_heaps,
 			      memory_order_relaxed) - 1, memory_order_relaxed);

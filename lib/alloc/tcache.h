@@ -67,6 +67,13 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s);
 void jp__heap_flush(struct jp_heap *h);
 /* Is p a free block (in h's bin, on a chain or on its span's list)? */
 bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s);
+/* For the statistics (heap lock held): what bin c of live heap h handed
+ * out and took back, returning its length; the same counts summed over
+ * the heaps whose threads exited. */
+uint64_t jp__bin_counts(const struct jp_heap *h, uint32_t c,
+			uint64_t *nalloc, uint64_t *nfree);
+void jp__heap_dead_counts(uint32_t c, uint64_t *nalloc, uint64_t *nfree,
+			  uint64_t *nmiss);
 
 /*
  * Every block in a bin holds the double-free key in its word 1 (a free
