@@ -7,6 +7,8 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #ifdef __clang__
@@ -41,6 +43,36 @@ FRAME unsigned frame_outer(uintptr_t *pcs, unsigned max)
 {
 	unsigned n = frame_middle(pcs, max);
 
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+/* A frame whose CFA is computed from rbp (its stack size is known only at
+ * run time), and a chain longer than JP_STACK_MAX. */
+unsigned frame_alloca(uintptr_t *pcs, unsigned max);
+unsigned frame_deep(uintptr_t *pcs, unsigned max);
+
+FRAME unsigned frame_alloca(uintptr_t *pcs, unsigned max)
+{
+	volatile char *b = __builtin_alloca(16 + 8 * (size_t)max);
+	unsigned n;
+
+	b[0] = 1;
+	n = frame_outer(pcs, max);
+	__asm__ volatile("" ::"r"(b) : "memory");
+	return n;
+}
+
+static int deep_left;
+
+FRAME unsigned frame_deep(uintptr_t *pcs, unsigned max)
+{
+	unsigned n;
+
+	if (deep_left-- > 0)
+		n = frame_deep(pcs, max);
+	else
+		n = frame_alloca(pcs, max);
 	__asm__ volatile("" ::: "memory");
 	return n;
 }
@@ -136,6 +168,85 @@ static void test_depot_same_stack_same_id(void)
 	CU_ASSERT_EQUAL(jp__stack_depot_put(a, 0), 0);
 }
 
+/*
+ * The cached walk (x86_64) must give the unwinder's frames exactly.  Each
+ * comparison captures from one call site in each mode: the unwinder alone,
+ * the default (the cached walk, falling back to the unwinder), and where
+ * the cached walk should manage alone, the cached walk alone.
+ */
+static void compare_walks(unsigned (*fn)(uintptr_t *, unsigned), unsigned max,
+			  unsigned min, bool cached_alone)
+{
+	static const int modes[3] = { JP_STACK_UNWINDER, 0, JP_STACK_CACHED };
+	uintptr_t pcs[3][JP_STACK_MAX];
+	unsigned n[3];
+
+	for (int rep = 0; rep < 2; rep++) {	/* the second: from the cache */
+		for (int i = 0; i < 3; i++) {
+			jp__stack_mode = modes[i];
+			deep_left = 20;
+			n[i] = fn(pcs[i], max);
+		}
+		jp__stack_mode = 0;
+		CU_ASSERT(n[0] >= min);
+		CU_ASSERT_EQUAL(n[1], n[0]);
+		CU_ASSERT(memcmp(pcs[1], pcs[0], n[0] * sizeof(uintptr_t)) == 0);
+#ifdef __x86_64__
+		if (cached_alone) {
+			CU_ASSERT_EQUAL(n[2], n[0]);
+			CU_ASSERT(memcmp(pcs[2], pcs[0], n[0] * sizeof(uintptr_t)) == 0);
+		}
+#else
+		(void)cached_alone;
+#endif
+	}
+}
+
+static void test_cached_walk_gives_the_unwinders_frames(void)
+{
+	compare_walks(frame_outer, JP_STACK_MAX, 3, true);
+	compare_walks(frame_outer, 2, 2, true);
+	compare_walks(frame_alloca, JP_STACK_MAX, 4, true);
+	compare_walks(frame_deep, JP_STACK_MAX, JP_STACK_MAX, true);
+}
+
+static void *thread_compare(void *arg)
+{
+	(void)arg;
+	/* up to the thread's outermost frame (clone's, whose return
+	 * address is undefined) */
+	compare_walks(frame_outer, JP_STACK_MAX, 3, true);
+	return NULL;
+}
+
+static void test_cached_walk_in_a_thread(void)
+{
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, thread_compare, NULL), 0);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	/* Through the signal frame: the cached walk hands over to the
+	 * unwinder, which must give the same frames. */
+	compare_walks(frame_outer, JP_STACK_MAX, 5, false);
+}
+
+static void test_cached_walk_through_a_signal_frame(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	CU_ASSERT_EQUAL_FATAL(sigaction(SIGUSR1, &sa, &old), 0);
+	raise(SIGUSR1);
+	sigaction(SIGUSR1, &old, NULL);
+}
+
 static void test_put_pc_format(void)
 {
 	uintptr_t pcs[JP_STACK_MAX];
@@ -159,6 +270,9 @@ static CU_TestInfo stack_tests[] = {
 	{ "a capture inside a capture returns no frames", test_nested_capture_returns_nothing },
 	{ "the depot gives one stack one id", test_depot_same_stack_same_id },
 	{ "a pc prints as symbol+0xoff (0xpc)", test_put_pc_format },
+	{ "the cached walk gives the unwinder's frames", test_cached_walk_gives_the_unwinders_frames },
+	{ "the cached walk gives them in a thread", test_cached_walk_in_a_thread },
+	{ "a signal frame hands the walk to the unwinder", test_cached_walk_through_a_signal_frame },
 	CU_TEST_INFO_NULL,
 };
 
