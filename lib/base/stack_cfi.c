@@ -23,7 +23,8 @@
  * claims the slot by making its sequence odd (a CAS; a writer that loses
  * only leaves the rule uncached), writes, then makes it even; a reader
  * takes the entry only when the sequence is even and the same before and
- * after its loads.
+ * after its loads.  No lock: a fork at any instruction leaves the child a
+ * usable table (a slot left odd there is only never cached again).
  */
 #include "stack_cfi.h"
 #include "os.h"
