@@ -11,7 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#pragma GCC visibility push(hidden)	/* see alloc_types.h */
+/* Hidden declarations too (-fvisibility=hidden covers definitions only),
+ * so that calls are direct, not through the PLT. */
+#pragma GCC visibility push(hidden)
 
 /* A capture under way: up to max pcs into pcs, n so far; skip more
  * frames to pass; with self, the frames in [lo, hi) (this library's code)
