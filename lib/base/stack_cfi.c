@@ -63,6 +63,7 @@ struct cfi_slot {
 };
 
 static _Atomic(struct cfi_slot *) cfi_table;
+_Atomic unsigned long jp__stack_cfi_computed;
 
 static struct cfi_slot *cfi_get(void)
 {
@@ -438,6 +439,8 @@ static uint32_t cfi_lookup(struct cfi_slot *t, uintptr_t pc, uint64_t gen)
 			return rule;
 	}
 	rule = cfi_rule(pc);
+	/* relaxed: a count for tests, read after the captures it counts. */
+	atomic_fetch_add_explicit(&jp__stack_cfi_computed, 1, memory_order_relaxed);
 	/* relaxed CAS: it only claims the slot; the release fence orders
 	 * the odd sequence before the stores of the entry, and the release
 	 * store of the even sequence publishes them. */

@@ -34,6 +34,8 @@ struct jp__stack_walk {
  * (w is then partly filled: the caller starts again).
  */
 bool jp__stack_cfi_walk(struct jp__stack_walk *w, void *fp);
+/* For tests: how many rules were computed (not found in the table). */
+extern _Atomic unsigned long jp__stack_cfi_computed;
 #else
 #define JP_STACK_CFI 0
 #endif

@@ -3,10 +3,12 @@
  * names this program's functions. */
 #include "base/os.h"
 #include "base/stack.h"
+#include "base/stack_cfi.h"
 
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -259,6 +261,55 @@ static void test_cached_walk_through_a_signal_frame(void)
 	CU_ASSERT_EQUAL(signal_bad, 0);
 }
 
+static int first_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_subs;
+	return 1;
+}
+
+/* An object unloaded (its code may be replaced by another's at the same
+ * address): the cached rules are computed again, and the frames still
+ * match the unwinder's. */
+static void test_an_unload_drops_the_cached_rules(void)
+{
+#if JP_STACK_CFI
+	uintptr_t pcs[JP_STACK_MAX];
+	unsigned long long subs0 = 0, subs1 = 0;
+	unsigned long computed[3];
+	unsigned n = 0;
+	void *h;
+
+	/* One call site for the three captures (as in compare_walks); an
+	 * unload before the third. */
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#elif defined(__GNUC__)
+#pragma GCC unroll 1
+#endif
+	for (int i = 0; i < 3; i++) {
+		if (i == 2) {
+			dl_iterate_phdr(first_subs, &subs0);
+			h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+			if (h != NULL)
+				dlclose(h);
+			dl_iterate_phdr(first_subs, &subs1);
+		}
+		n = frame_outer(pcs, JP_STACK_MAX);
+		computed[i] = atomic_load(&jp__stack_cfi_computed);
+	}
+	CU_ASSERT_FATAL(n >= 4);
+	/* Nothing unloaded, or two of these pcs share a slot of the table
+	 * (each capture computes again): nothing to conclude.  Else every
+	 * rule looked up is computed again: one per pc but the last (the
+	 * walk stops at max before looking it up).  (The compiler may have
+	 * given the third capture a call site of its own: one more.) */
+	if (subs1 != subs0 && computed[1] == computed[0])
+		CU_ASSERT(computed[2] - computed[1] >= n - 1);
+	CU_ASSERT_EQUAL(compare_walks(frame_outer, JP_STACK_MAX, 3, true), 0);
+#endif
+}
+
 static void test_put_pc_format(void)
 {
 	uintptr_t pcs[JP_STACK_MAX];
@@ -285,6 +336,7 @@ static CU_TestInfo stack_tests[] = {
 	{ "the cached walk gives the unwinder's frames", test_cached_walk_gives_the_unwinders_frames },
 	{ "the cached walk gives them in a thread", test_cached_walk_in_a_thread },
 	{ "a signal frame hands the walk to the unwinder", test_cached_walk_through_a_signal_frame },
+	{ "an unload drops the cached rules", test_an_unload_drops_the_cached_rules },
 	CU_TEST_INFO_NULL,
 };
 
