@@ -9,8 +9,10 @@
  * the depot full or not mapped).
  *
  * Everything here may run inside malloc: nothing allocates.  Capture is
- * built on the toolchain's unwinder (_Unwind_Backtrace from libgcc_s),
- * which may itself call malloc the first time it looks at an object (an
+ * built on the toolchain's unwinder (_Unwind_Backtrace from libgcc_s); on
+ * x86_64 a walk that caches each return address's CFA rule, read from the
+ * FDE that the unwinder finds, goes first (stack.c says why and how).  The
+ * unwinder may itself call malloc the first time it looks at an object (an
  * object whose frames were registered at run time); a thread-local guard
  * makes a capture that starts inside another capture return 0 frames, so
  * that malloc -> capture -> unwinder -> malloc ends at the second capture.
@@ -50,6 +52,14 @@ unsigned jp__stack_capture(uintptr_t *pcs, unsigned max, unsigned skip, bool sel
 /* Test hook: when set, called inside each capture, the guard held (a test
  * checks there that a nested capture returns 0 frames). */
 extern void (*jp__stack_hook)(void);
+
+/* Test hook: which walk a capture takes.  0 (the default): the cached
+ * walk, and the unwinder where that walk cannot go; JP_STACK_UNWINDER:
+ * the unwinder only; JP_STACK_CACHED: the cached walk only (0 frames
+ * where it would give up).  Only x86_64 has the cached walk. */
+#define JP_STACK_UNWINDER	1
+#define JP_STACK_CACHED		2
+extern int jp__stack_mode;
 
 /* ---- the depot ---------------------------------------------------------- */
 

@@ -3,10 +3,14 @@
  * names this program's functions. */
 #include "base/os.h"
 #include "base/stack.h"
+#include "base/stack_cfi.h"
 
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #ifdef __clang__
@@ -41,6 +45,36 @@ FRAME unsigned frame_outer(uintptr_t *pcs, unsigned max)
 {
 	unsigned n = frame_middle(pcs, max);
 
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+/* A frame whose CFA is computed from rbp (its stack size is known only at
+ * run time), and a chain longer than JP_STACK_MAX. */
+unsigned frame_alloca(uintptr_t *pcs, unsigned max);
+unsigned frame_deep(uintptr_t *pcs, unsigned max);
+
+FRAME unsigned frame_alloca(uintptr_t *pcs, unsigned max)
+{
+	volatile char *b = __builtin_alloca(16 + 8 * (size_t)max);
+	unsigned n;
+
+	b[0] = 1;
+	n = frame_outer(pcs, max);
+	__asm__ volatile("" ::"r"(b) : "memory");
+	return n;
+}
+
+static int deep_left;
+
+FRAME unsigned frame_deep(uintptr_t *pcs, unsigned max)
+{
+	unsigned n;
+
+	if (deep_left-- > 0)
+		n = frame_deep(pcs, max);
+	else
+		n = frame_alloca(pcs, max);
 	__asm__ volatile("" ::: "memory");
 	return n;
 }
@@ -136,6 +170,146 @@ static void test_depot_same_stack_same_id(void)
 	CU_ASSERT_EQUAL(jp__stack_depot_put(a, 0), 0);
 }
 
+/*
+ * The cached walk (x86_64) must give the unwinder's frames exactly.  Each
+ * comparison captures from one call site in each mode: the unwinder alone,
+ * the default (the cached walk, falling back to the unwinder), and where
+ * the cached walk should manage alone, the cached walk alone.  Returns
+ * the number of differences (CUnit asserts only on the main thread).
+ */
+static int compare_walks(unsigned (*fn)(uintptr_t *, unsigned), unsigned max,
+			 unsigned min, bool cached_alone)
+{
+	static const int modes[3] = { JP_STACK_UNWINDER, 0, JP_STACK_CACHED };
+	uintptr_t pcs[3][JP_STACK_MAX];
+	unsigned n[3];
+	int bad = 0;
+
+	for (int rep = 0; rep < 2; rep++) {	/* the second: from the cache */
+		/* One call site for the three: a loop unrolled would give
+		 * each capture its own return address here. */
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#elif defined(__GNUC__)
+#pragma GCC unroll 1
+#endif
+		for (int i = 0; i < 3; i++) {
+			jp__stack_mode = modes[i];
+			deep_left = 20;
+			n[i] = fn(pcs[i], max);
+		}
+		jp__stack_mode = 0;
+		bad += n[0] < min;
+		bad += n[1] != n[0] || memcmp(pcs[1], pcs[0], n[0] * sizeof(uintptr_t)) != 0;
+#ifdef __x86_64__
+		if (cached_alone)
+			bad += n[2] != n[0] ||
+			       memcmp(pcs[2], pcs[0], n[0] * sizeof(uintptr_t)) != 0;
+#else
+		(void)cached_alone;
+#endif
+	}
+	return bad;
+}
+
+static void test_cached_walk_gives_the_unwinders_frames(void)
+{
+	CU_ASSERT_EQUAL(compare_walks(frame_outer, JP_STACK_MAX, 3, true), 0);
+	CU_ASSERT_EQUAL(compare_walks(frame_outer, 2, 2, true), 0);
+	CU_ASSERT_EQUAL(compare_walks(frame_alloca, JP_STACK_MAX, 4, true), 0);
+	CU_ASSERT_EQUAL(compare_walks(frame_deep, JP_STACK_MAX, JP_STACK_MAX, true), 0);
+}
+
+static void *thread_compare(void *arg)
+{
+	/* up to the thread's outermost frame (clone's, whose return
+	 * address is undefined) */
+	*(int *)arg = compare_walks(frame_outer, JP_STACK_MAX, 3, true);
+	return NULL;
+}
+
+static void test_cached_walk_in_a_thread(void)
+{
+	pthread_t t;
+	int bad = -1;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, thread_compare, &bad), 0);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+static int signal_bad = -1;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	/* Through the signal frame: the cached walk hands over to the
+	 * unwinder, which must give the same frames. */
+	signal_bad = compare_walks(frame_outer, JP_STACK_MAX, 5, false);
+}
+
+static void test_cached_walk_through_a_signal_frame(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	CU_ASSERT_EQUAL_FATAL(sigaction(SIGUSR1, &sa, &old), 0);
+	raise(SIGUSR1);
+	sigaction(SIGUSR1, &old, NULL);
+	CU_ASSERT_EQUAL(signal_bad, 0);
+}
+
+static int first_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_subs;
+	return 1;
+}
+
+/* An object unloaded (its code may be replaced by another's at the same
+ * address): the cached rules are computed again, and the frames still
+ * match the unwinder's. */
+static void test_an_unload_drops_the_cached_rules(void)
+{
+#if JP_STACK_CFI
+	uintptr_t pcs[JP_STACK_MAX];
+	unsigned long long subs0 = 0, subs1 = 0;
+	unsigned long computed[3];
+	unsigned n = 0;
+	void *h;
+
+	/* One call site for the three captures (as in compare_walks); an
+	 * unload before the third. */
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#elif defined(__GNUC__)
+#pragma GCC unroll 1
+#endif
+	for (int i = 0; i < 3; i++) {
+		if (i == 2) {
+			dl_iterate_phdr(first_subs, &subs0);
+			h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+			if (h != NULL)
+				dlclose(h);
+			dl_iterate_phdr(first_subs, &subs1);
+		}
+		n = frame_outer(pcs, JP_STACK_MAX);
+		computed[i] = atomic_load(&jp__stack_cfi_computed);
+	}
+	CU_ASSERT_FATAL(n >= 4);
+	/* Nothing unloaded, or two of these pcs share a slot of the table
+	 * (each capture computes again): nothing to conclude.  Else every
+	 * rule looked up is computed again: one per pc but the last (the
+	 * walk stops at max before looking it up).  (The compiler may have
+	 * given the third capture a call site of its own: one more.) */
+	if (subs1 != subs0 && computed[1] == computed[0])
+		CU_ASSERT(computed[2] - computed[1] >= n - 1);
+	CU_ASSERT_EQUAL(compare_walks(frame_outer, JP_STACK_MAX, 3, true), 0);
+#endif
+}
+
 static void test_put_pc_format(void)
 {
 	uintptr_t pcs[JP_STACK_MAX];
@@ -159,6 +333,10 @@ static CU_TestInfo stack_tests[] = {
 	{ "a capture inside a capture returns no frames", test_nested_capture_returns_nothing },
 	{ "the depot gives one stack one id", test_depot_same_stack_same_id },
 	{ "a pc prints as symbol+0xoff (0xpc)", test_put_pc_format },
+	{ "the cached walk gives the unwinder's frames", test_cached_walk_gives_the_unwinders_frames },
+	{ "the cached walk gives them in a thread", test_cached_walk_in_a_thread },
+	{ "a signal frame hands the walk to the unwinder", test_cached_walk_through_a_signal_frame },
+	{ "an unload drops the cached rules", test_an_unload_drops_the_cached_rules },
 	CU_TEST_INFO_NULL,
 };
 
