@@ -99,24 +99,8 @@ struct cfi_rd {
 	bool bad;
 };
 
-static uint64_t rd_uleb(struct cfi_rd *r)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (r->p < r->end && shift < 64) {
-		uint8_t b = *r->p++;
-
-		v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if ((b & 0x80) == 0)
-			return v;
-	}
-	r->bad = true;
-	return 0;
-}
-
-static int64_t rd_sleb(struct cfi_rd *r)
+/* A LEB128 number, sign-extended when sign is set. */
+static uint64_t rd_leb(struct cfi_rd *r, bool sign)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
@@ -127,13 +111,23 @@ static int64_t rd_sleb(struct cfi_rd *r)
 		v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if ((b & 0x80) == 0) {
-			if (shift < 64 && (b & 0x40) != 0)
+			if (sign && shift < 64 && (b & 0x40) != 0)
 				v |= ~(uint64_t)0 << shift;
-			return (int64_t)v;
+			return v;
 		}
 	}
 	r->bad = true;
 	return 0;
+}
+
+static uint64_t rd_uleb(struct cfi_rd *r)
+{
+	return rd_leb(r, false);
+}
+
+static int64_t rd_sleb(struct cfi_rd *r)
+{
+	return (int64_t)rd_leb(r, true);
 }
 
 static uint64_t rd_fixed(struct cfi_rd *r, unsigned size)
