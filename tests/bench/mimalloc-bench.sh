@@ -89,24 +89,6 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
-# ------------------------------------------------------------------- build
-# The shadow folder: a link to each of bench/'s folders and an edited copy
-# of its CMakeLists.txt (CMake resolves sources beside the list file).
-rm -rf "$build/src" && mkdir -p "$build/src" || exit 2
-for d in "$mb"/bench/*/; do ln -s "${d%/}" "$build/src/"; done
-# shellcheck disable=SC2016 # ${CMAKE_CURRENT_SOURCE_DIR} is CMake's
-sed -e 's|^if(NOT APPLE)$|if(NOT APPLE AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/shbench/sh6bench-new.c" AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/shbench/sh8bench-new.c")|' \
-  -e '/^add_subdirectory(security)$/d' "$mb/bench/CMakeLists.txt" > "$build/src/CMakeLists.txt"
-targets="cfrac espresso barnes larson larson-sized mstress rptest alloc-test xmalloc-test
-cache-scratch cache-thrash glibc-simple glibc-thread malloc-large mleak"
-[ -f "$mb/bench/shbench/sh6bench-new.c" ] && [ -f "$mb/bench/shbench/sh8bench-new.c" ] &&
-  targets="$targets sh6bench sh8bench"
-echo "mimalloc-bench: building in $build/out (log: $build/build.log)" >&2
-# shellcheck disable=SC2086 # $targets: a list of words
-{ cmake -S "$build/src" -B "$build/out" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-  ninja -C "$build/out" -k 0 -j "$procs" $targets; } > "$build/build.log" 2>&1 ||
-  echo "note: some programs did not build (log: $build/build.log)" >&2
-
 # ------------------------------------------------------------------- tests
 # test_cmd TEST: sets exe, args, input and threads to bench.sh's command.
 test_cmd() {
@@ -147,9 +129,31 @@ rel_time() {
                awk '$1 > 0 { printf "%.3f\n", 1000000000 / $1 }' ;;
   esac
 }
-run_list=
+# The programs of the selected tests, each once.
+targets=
 for t in $tests; do
   test_cmd "$t" || { echo "mimalloc-bench.sh: unknown test '$t' (known: $(echo "$all_tests" | tr '\n' ' '))" >&2; exit 2; }
+  case " $targets " in *" $exe "*) ;; *) targets="$targets $exe" ;; esac
+done
+
+# ------------------------------------------------------------------- build
+# The shadow folder: a link to each of bench/'s folders and an edited copy
+# of its CMakeLists.txt (CMake resolves sources beside the list file).
+rm -rf "$build/src" && mkdir -p "$build/src" || exit 2
+for d in "$mb"/bench/*/; do ln -s "${d%/}" "$build/src/"; done
+# shellcheck disable=SC2016 # ${CMAKE_CURRENT_SOURCE_DIR} is CMake's
+sed -e 's|^if(NOT APPLE)$|if(NOT APPLE AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/shbench/sh6bench-new.c" AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/shbench/sh8bench-new.c")|' \
+  -e '/^add_subdirectory(security)$/d' "$mb/bench/CMakeLists.txt" > "$build/src/CMakeLists.txt"
+echo "mimalloc-bench: building in $build/out (log: $build/build.log)" >&2
+cmake -S "$build/src" -B "$build/out" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$build/build.log" 2>&1 ||
+  echo "note: CMake failed (log: $build/build.log)" >&2
+# One ninja call a program: ninja builds nothing when one target is unknown
+# (shbench without its sources, a program renamed upstream).
+for x in $targets; do ninja -C "$build/out" -j "$procs" "$x" >> "$build/build.log" 2>&1; done
+
+run_list=
+for t in $tests; do
+  test_cmd "$t"
   if [ -x "$build/out/$exe" ]; then run_list="$run_list $t"
   else echo "$t: $exe did not build (log: $build/build.log); not run" | tee -a "$notes" >&2; fi
 done
