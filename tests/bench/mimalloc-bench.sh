@@ -82,9 +82,10 @@ done
 if [ $do_strace = 1 ] && ! command -v strace >/dev/null; then
   echo "mimalloc-bench.sh: strace not found (scripts/install-deps.sh --bench)" >&2; exit 2
 fi
-mkdir -p "$build" && build=$(cd "$build" && pwd) || exit 2
+case $build in /*) ;; *) build=$PWD/$build ;; esac
 src_root=$(cd "$top_srcdir" && pwd)
 case $build/ in "$src_root"/*) echo "mimalloc-bench.sh: the build folder $build must be outside the source tree" >&2; exit 2 ;; esac
+mkdir -p "$build" || exit 2
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
