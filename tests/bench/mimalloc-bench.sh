@@ -30,13 +30,15 @@
 # exits 1 when a run failed; --table prints the tables of a CSV again.
 #
 # Environment (besides JPSYNC_BENCH_REPS, default 3 here, and _OUT):
-#   JPSYNC_BENCH_MB_TESTS    tests to run (default: all of the list below
-#                            that built; JPSYNC_BENCH_QUICK=1: cfrac,
-#                            glibc-simple and alloc-test1)
+#   JPSYNC_BENCH_MB_TESTS    tests to run (default: every test of all_tests,
+#                            set below, whose program built;
+#                            JPSYNC_BENCH_QUICK=1: cfrac, glibc-simple and
+#                            alloc-test1)
 #   JPSYNC_BENCH_MB_PROCS    bench.sh's $procs (default: online CPUs)
 #   JPSYNC_BENCH_MB_BUILD    build folder (default $TMPDIR/jpsync-mimalloc-bench)
 #   JPSYNC_BENCH_MB_TIMEOUT  seconds before a run counts as hung (300)
 #   JPSYNC_BENCH_ALLOC_IMPLS allocators (as alloc-bench.sh; default all seven)
+# shellcheck source-path=SCRIPTDIR
 set -u
 name=mimalloc-bench
 all_tests="cfrac espresso barnes larsonN larsonN-sized mstressN rptestN
@@ -58,7 +60,7 @@ do_strace=0
 case ${1:-} in
   --table) if [ $# -ne 2 ] || [ ! -f "$2" ]; then usage; fi; tables "$2"; exit 0 ;;
   --strace) do_strace=1; shift ;;
-  -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^# shellcheck source-path/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
 mb=$1
@@ -68,6 +70,7 @@ if [ ! -f "$mb/bench/CMakeLists.txt" ] || [ ! -f "$mb/bench.sh" ]; then
 fi
 mb=$(cd "$mb" && pwd)
 : "${JPSYNC_BENCH_REPS:=3}"
+# shellcheck source=driver-common.sh
 . "$(dirname "$0")/driver-common.sh"
 impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc mimalloc3 snmalloc}
 procs=${JPSYNC_BENCH_MB_PROCS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
@@ -160,6 +163,7 @@ for t in $tests; do
 done
 [ -n "$run_list" ] || { echo "mimalloc-bench.sh: no test to run" >&2; exit 2; }
 
+# shellcheck source=alloc-impls.sh
 . "$(dirname "$0")/alloc-impls.sh"
 # The tests' environment: without the JPSYNC_BENCH_* settings read above,
 # which the library would warn about at each start.
