@@ -14,7 +14,7 @@ build_pkgs="build-essential autoconf automake libtool autoconf-archive
 pkg-config libcunit1-dev valgrind abigail-tools mandoc man-db clang
 libclang-rt-dev g++ git python3 perl xz-utils cmake google-perftools"
 bench_pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev
-libck-dev gnuplot-nox ninja-build"
+libck-dev gnuplot-nox ninja-build time strace"
 pkg_pkgs="debhelper dh-autoreconf devscripts lintian rpm rpmlint fakeroot valgrind-if-available
 autopkgtest"
 
