@@ -29,7 +29,8 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 srcs=""
 for f in sync/sync_mode.c sync/mutex.c sync/cond.c sync/wait.c base/park.c sync/lockdep.c \
-         base/os.c base/msg.c base/stack.c base/options.c base/lock.c base/thread_exit.c \
+         base/os.c base/msg.c base/stack.c base/stack_cfi.c base/options.c base/lock.c \
+         base/thread_exit.c \
          sync/rwlock.c sync/sem.c sync/barrier.c; do srcs="$srcs $top_srcdir/lib/$f"; done
 inc="-I$top_builddir -I$top_srcdir/include -I$top_builddir/include -I$top_srcdir/lib"
 fail=0 ran=0
