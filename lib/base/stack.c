@@ -65,25 +65,10 @@ static int self_phdr(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* ---- capture ------------------------------------------------------------ */
 
-
 static _Unwind_Reason_Code walk_one(struct _Unwind_Context *ctx, void *arg)
 {
-	struct jp__stack_walk *w = arg;
-	uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
-
-	if (pc == 0)
-		return _URC_END_OF_STACK;
-	if (w->skip > 0) {
-		w->skip--;
-		return _URC_NO_REASON;
-	}
-	if (w->self) {
-		if (pc >= w->lo && pc < w->hi)
-			return _URC_NO_REASON;
-		w->self = false;
-	}
-	w->pcs[w->n++] = pc;
-	return w->n == w->max ? _URC_END_OF_STACK : _URC_NO_REASON;
+	return jp__stack_walk_add(arg, (uintptr_t)_Unwind_GetIP(ctx)) ?
+	       _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
 int jp__stack_mode;
@@ -152,25 +137,31 @@ struct depot_slot {
 	uintptr_t pc[JP_STACK_MAX];
 };
 
-static _Atomic(struct depot_slot *) depot;
+static void *_Atomic depot;
 
-static struct depot_slot *depot_get(void)
+void *jp__stack_table(void *_Atomic *slot, size_t size, const char *race)
 {
 	/* acquire: the mapping's zeroes are ours to read (they are the
 	 * kernel's, but the pointer is the publication). */
-	struct depot_slot *d = atomic_load_explicit(&depot, memory_order_acquire), *none = NULL;
-	void *m;
+	void *t = atomic_load_explicit(slot, memory_order_acquire), *none = NULL;
 
-	if (d != NULL)
-		return d;
-	if (jp__os_map(&m, DEPOT_SLOTS * sizeof(struct depot_slot)) != 0)
+	if (t != NULL)
+		return t;
+	if (jp__os_map(&t, size) != 0)
 		return NULL;
+	if (race != NULL)
+		JP_BENIGN_RACE(t, size, race);
 	/* acq_rel: publish ours, or see the winner's. */
-	if (atomic_compare_exchange_strong_explicit(&depot, &none, (struct depot_slot *)m,
-						    memory_order_acq_rel, memory_order_acquire))
-		return m;
-	jp__os_unmap(m, DEPOT_SLOTS * sizeof(struct depot_slot));
+	if (atomic_compare_exchange_strong_explicit(slot, &none, t, memory_order_acq_rel,
+						    memory_order_acquire))
+		return t;
+	jp__os_unmap(t, size);
 	return none;
+}
+
+static struct depot_slot *depot_get(void)
+{
+	return jp__stack_table(&depot, DEPOT_SLOTS * sizeof(struct depot_slot), NULL);
 }
 
 static uint32_t depot_hash(const uintptr_t *pcs, unsigned n)

@@ -62,28 +62,15 @@ struct cfi_slot {
 	_Atomic uint32_t rule;
 };
 
-static _Atomic(struct cfi_slot *) cfi_table;
+static void *_Atomic cfi_table;
 _Atomic unsigned long jp__stack_cfi_computed;
 
 static struct cfi_slot *cfi_get(void)
 {
-	/* acquire: as depot_get. */
-	struct cfi_slot *t = atomic_load_explicit(&cfi_table, memory_order_acquire), *none = NULL;
-	void *m;
-
-	if (t != NULL)
-		return t;
-	if (jp__os_map(&m, CFI_SLOTS * sizeof(struct cfi_slot)) != 0)
-		return NULL;
 	/* The slots are atomics under a seqlock; valgrind's race detectors
 	 * do not see atomic instructions as synchronisation. */
-	JP_BENIGN_RACE(m, CFI_SLOTS * sizeof(struct cfi_slot), "stack.c: seqlocked rule cache");
-	/* acq_rel: publish ours, or see the winner's. */
-	if (atomic_compare_exchange_strong_explicit(&cfi_table, &none, (struct cfi_slot *)m,
-						    memory_order_acq_rel, memory_order_acquire))
-		return m;
-	jp__os_unmap(m, CFI_SLOTS * sizeof(struct cfi_slot));
-	return none;
+	return jp__stack_table(&cfi_table, CFI_SLOTS * sizeof(struct cfi_slot),
+			       "stack.c: seqlocked rule cache");
 }
 
 static int subs_phdr(struct dl_phdr_info *info, size_t size, void *arg)
@@ -472,16 +459,8 @@ bool jp__stack_cfi_walk(struct jp__stack_walk *w, void *fp)
 	for (;;) {
 		uint32_t rule;
 
-		if (pc == 0)
+		if (jp__stack_walk_add(w, pc))
 			return true;
-		if (w->skip > 0) {
-			w->skip--;
-		} else if (!w->self || pc < w->lo || pc >= w->hi) {
-			w->self = false;
-			w->pcs[w->n++] = pc;
-			if (w->n == w->max)
-				return true;
-		}
 		rule = cfi_lookup(t, pc, gen);
 		if ((rule & RULE_PUNT) != 0)
 			return false;

@@ -25,6 +25,30 @@ struct jp__stack_walk {
 	uintptr_t lo, hi;
 };
 
+/* Frame pc of the walk w: skipped, passed (this library's), or recorded.
+ * True when the walk is done (the outermost frame, or max recorded). */
+static inline bool jp__stack_walk_add(struct jp__stack_walk *w, uintptr_t pc)
+{
+	if (pc == 0)
+		return true;
+	if (w->skip > 0) {
+		w->skip--;
+		return false;
+	}
+	if (w->self) {
+		if (pc >= w->lo && pc < w->hi)
+			return false;
+		w->self = false;
+	}
+	w->pcs[w->n++] = pc;
+	return w->n == w->max;
+}
+
+/* The table of size bytes that *slot points to, mapped (zeroed) and
+ * published by the first caller (the others' mappings go back); NULL when
+ * out of memory.  race: the detectors' note for its words, or NULL. */
+void *jp__stack_table(void *_Atomic *slot, size_t size, const char *race);
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define JP_STACK_CFI 1
 /*

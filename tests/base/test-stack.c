@@ -177,6 +177,16 @@ static void test_depot_same_stack_same_id(void)
  * the cached walk should manage alone, the cached walk alone.  Returns
  * the number of differences (CUnit asserts only on the main thread).
  */
+/* A loop the compiler must not unroll: each capture in it has one return
+ * address, whatever the iteration. */
+#if defined(__clang__)
+# define NO_UNROLL _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+# define NO_UNROLL _Pragma("GCC unroll 1")
+#else
+# define NO_UNROLL
+#endif
+
 static int compare_walks(unsigned (*fn)(uintptr_t *, unsigned), unsigned max,
 			 unsigned min, bool cached_alone)
 {
@@ -188,11 +198,7 @@ static int compare_walks(unsigned (*fn)(uintptr_t *, unsigned), unsigned max,
 	for (int rep = 0; rep < 2; rep++) {	/* the second: from the cache */
 		/* One call site for the three: a loop unrolled would give
 		 * each capture its own return address here. */
-#if defined(__clang__)
-#pragma clang loop unroll(disable)
-#elif defined(__GNUC__)
-#pragma GCC unroll 1
-#endif
+		NO_UNROLL
 		for (int i = 0; i < 3; i++) {
 			jp__stack_mode = modes[i];
 			deep_left = 20;
@@ -282,11 +288,7 @@ static void test_an_unload_drops_the_cached_rules(void)
 
 	/* One call site for the three captures (as in compare_walks); an
 	 * unload before the third. */
-#if defined(__clang__)
-#pragma clang loop unroll(disable)
-#elif defined(__GNUC__)
-#pragma GCC unroll 1
-#endif
+	NO_UNROLL
 	for (int i = 0; i < 3; i++) {
 		if (i == 2) {
 			dl_iterate_phdr(first_subs, &subs0);

@@ -198,10 +198,9 @@ fi
 # ------------------------------------------------------------------ tables
 awk -F, -v reps="$reps" -v cols="$impls" '
 BEGIN { nim = split(cols, imorder, " ") }   # a column for each, measured or not
-function median(key,    n, i, j, t, a) {
-  n = cnt[key]
+function median(arr, key, n,    i, j, t, a) {
   if (n == 0) return ""
-  for (i = 1; i <= n; i++) a[i] = vals[key, i]
+  for (i = 1; i <= n; i++) a[i] = arr[key, i]
   for (i = 2; i <= n; i++) {          # insertion sort: a few values
     t = a[i]
     for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
@@ -225,17 +224,6 @@ NR == 1 { next }
   cnt[k]++; vals[k, cnt[k]] = $6 + 0
   if ($9 != "") { rcnt[k]++; rvals[k, rcnt[k]] = $9 + 0 }
 }
-function rmedian(key,    n, i, j, t, a) {
-  n = rcnt[key]
-  if (n == 0) return ""
-  for (i = 1; i <= n; i++) a[i] = rvals[key, i]
-  for (i = 2; i <= n; i++) {
-    t = a[i]
-    for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-    a[j + 1] = t
-  }
-  return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
 function header(title,    i, s, d) {
   print ""; print title; print ""
   s = "| workload | threads |"; d = "|---|---:|"
@@ -250,7 +238,7 @@ END {
     if (p[1] ~ /^pair64/) continue
     s = "| " p[1] " | " p[2] " |"; best = ""; bestim = ""
     for (i = 1; i <= nim; i++) {
-      k = gorder[x] SUBSEP imorder[i]; m = median(k); med[imorder[i]] = m
+      k = gorder[x] SUBSEP imorder[i]; m = median(vals, k, cnt[k]); med[imorder[i]] = m
       s = s " " cell(k, m, 1e6, "%.2f") " |"
       if (imorder[i] != "jpsync" && m != "" && (best == "" || m > best)) { best = m; bestim = imorder[i] }
     }
@@ -265,7 +253,7 @@ END {
     if (p[1] ~ /^pair64/) continue
     s = "| " p[1] " | " p[2] " |"; best = ""; bestim = ""
     for (i = 1; i <= nim; i++) {
-      im = imorder[i]; k = gorder[x] SUBSEP im; m = rmedian(k); med[im] = m
+      im = imorder[i]; k = gorder[x] SUBSEP im; m = median(rvals, k, rcnt[k]); med[im] = m
       s = s " " cell(k, m, 1024, "%.1f") " |"
       if (im != "jpsync" && im != "glibc" && m != "" && (best == "" || m < best)) { best = m; bestim = im }
     }
@@ -290,7 +278,7 @@ END {
       if (!have) continue
       s = "| " vname[vorder[v]] " |"; best = ""; bestim = ""
       for (i = 1; i <= nim; i++) {
-        k = w SUBSEP 1 SUBSEP imorder[i]; m = median(k); med[imorder[i]] = m
+        k = w SUBSEP 1 SUBSEP imorder[i]; m = median(vals, k, cnt[k]); med[imorder[i]] = m
         s = s " " cell(k, m, 1, "%.1f") " |"
         if (imorder[i] != "jpsync" && m != "" && (best == "" || m < best)) { best = m; bestim = imorder[i] }
       }

@@ -11,21 +11,13 @@ BEGIN {
   cols = "jpsync glibc jemalloc mimalloc tcmalloc mimalloc3 snmalloc"
   n = split(cols, c, " "); for (i = 1; i <= n; i++) incols[c[i]] = 1
 }
-function median(k,    n, i, j, t, a) {
-  n = cnt[k]
-  for (i = 1; i <= n; i++) a[i] = v[k, i]
-  for (i = 2; i <= n; i++) {          # insertion sort: a few values
-    t = a[i]
-    for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-    a[j + 1] = t
-  }
-  return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+# The median of cell k (median.awk).
+function med(k) { return median(v, k, cnt[k]) }
 # A median for each measured cell; FAILED where any repetition failed.
 function cell(k, fmt, scale) {
   if (!(k in seen)) return "-"
   if (k in bad) return "FAILED"
-  return sprintf(fmt, median(k) / scale)
+  return sprintf(fmt, med(k) / scale)
 }
 function header(title, last,    i, s, d) {
   print ""; print title; print ""
@@ -40,7 +32,7 @@ function best(g, f,    i, k, m, b) {
   for (i = 1; i <= nim; i++) {
     k = g SUBSEP im[i] SUBSEP f
     if (im[i] == "jpsync" || !(k in seen) || (k in bad) || !cnt[k]) continue
-    m = median(k)
+    m = med(k)
     if (bestv == "" || m < bestv) { bestv = m; b = im[i] }
   }
   return b
@@ -69,7 +61,7 @@ END {
     split(gorder[x], p, SUBSEP); s = "| " p[1] " | " p[2] " |"
     for (i = 1; i <= nim; i++) s = s " " cell(gorder[x] SUBSEP im[i] SUBSEP 2, "%.2f", 1) " |"
     b = best(gorder[x], 2); k = gorder[x] SUBSEP "jpsync" SUBSEP 2; r = "-"
-    if (b != "" && (k in seen) && !(k in bad) && median(k) > 0) r = sprintf("%.2f (%s)", bestv / median(k), b)
+    if (b != "" && (k in seen) && !(k in bad) && med(k) > 0) r = sprintf("%.2f (%s)", bestv / med(k), b)
     print s " " r " |"
   }
   header("Peak RSS: median, MiB; lower is better; leanest: the lowest of the other allocators, glibc included",
@@ -78,7 +70,7 @@ END {
     split(gorder[x], p, SUBSEP); s = "| " p[1] " | " p[2] " |"
     for (i = 1; i <= nim; i++) s = s " " cell(gorder[x] SUBSEP im[i] SUBSEP 9, "%.1f", 1024) " |"
     b = best(gorder[x], 9); k = gorder[x] SUBSEP "jpsync" SUBSEP 9; r = "-"
-    if (b != "" && (k in seen) && !(k in bad) && bestv > 0) r = sprintf("%.2f (%s)", median(k) / bestv, b)
+    if (b != "" && (k in seen) && !(k in bad) && bestv > 0) r = sprintf("%.2f (%s)", med(k) / bestv, b)
     print s " " r " |"
   }
   if (anysc) {
@@ -91,7 +83,7 @@ END {
         cs = ""
         for (j = 1; j <= nsc; j++) {
           k = gorder[x] SUBSEP im[i] SUBSEP sv[j]
-          cs = cs (j > 1 ? " " : "") ((k in bad) ? "FAILED" : (k in seen) ? median(k) : "-")
+          cs = cs (j > 1 ? " " : "") ((k in bad) ? "FAILED" : (k in seen) ? med(k) : "-")
         }
         s = s " " cs " |"
       }
@@ -99,7 +91,7 @@ END {
       for (j = 1; j <= 3; j++) {
         kj = gorder[x] SUBSEP "jpsync" SUBSEP sv[j]; km = gorder[x] SUBSEP "mimalloc3" SUBSEP sv[j]
         if (!cnt[kj] || !cnt[km] || (kj in bad) || (km in bad)) ok = 0
-        else { tj += median(kj); tm += median(km) }
+        else { tj += med(kj); tm += med(km) }
       }
       if (ok) r = (tm > 0) ? sprintf("%.2f (%d / %d)", tj / tm, tj, tm) : sprintf("- (%d / 0)", tj)
       print s " " r " |"

@@ -53,7 +53,7 @@ usage() {
 # ------------------------------------------------------------------ tables
 # tables CSV: the median tables of a CSV this script wrote, in markdown.
 tables() {
-  awk -F, -v scs="$syscalls" -f "$(dirname "$0")/mimalloc-bench.awk" "$1"
+  awk -F, -v scs="$syscalls" -f "$(dirname "$0")/median.awk" -f "$(dirname "$0")/mimalloc-bench.awk" "$1"
 }
 
 do_strace=0

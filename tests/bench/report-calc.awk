@@ -1,5 +1,5 @@
 # report-calc.awk: the report's arithmetic: medians (written to
-# medians.tsv), number formats, and who wins a row.
+# medians.tsv, computed by median.awk), number formats, and who wins a row.
 #
 # Part of the benchmark report generator (see report-read.awk for the
 # tables it reads).  "Ours" are the implementations named jpsync or
@@ -23,19 +23,6 @@ function ours(name) { return name == "jpsync" || name ~ /^jp/ }
 # `k in nfail` is how a FAILED cell is recognised).
 function nfailed(k) { return (k in nfail) ? nfail[k] : 0 }
 function nruns(k) { return ((k in nv) ? nv[k] : 0) + nfailed(k) }
-
-# Median of the n values arr[k, 1..n] (insertion sort: n is a handful).
-function median(arr, k, n,    i, j, t, a) {
-	if (n < 1)
-		return ""
-	for (i = 1; i <= n; i++)
-		a[i] = arr[k, i]
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-	return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
 
 # Sort the thread labels of group g numerically (unless some are not numbers).
 function sort_threads(g,    i, j, t) {

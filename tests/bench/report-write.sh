@@ -72,7 +72,7 @@ rm -f "$out/summary.md" "$out/medians.tsv"
 if [ -n "$csvs" ]; then
   # shellcheck disable=SC2086
   $AWK -v WORK="$work" -v CAPTION="$caption" -v REPS="$reps" \
-    -f "$here/report-read.awk" -f "$here/report-calc.awk" \
+    -f "$here/median.awk" -f "$here/report-read.awk" -f "$here/report-calc.awk" \
     -f "$here/report-tables.awk" -f "$here/report-rss.awk" \
     -f "$here/report-charts.awk" -f "$here/report-bars.awk" \
     -f "$here/report-main.awk" $csvs ||
