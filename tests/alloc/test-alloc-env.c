@@ -526,14 +526,18 @@ static void test_cache_bytes_bound(void)
 	CU_ASSERT(c <= start);
 	c = bulk_cached("JPSYNC_CACHE_BYTES=1M");
 	CU_ASSERT(c <= (1 << 20) + start);
-	/* Room for every thread's whole round: nearly all of it stays
-	 * cached.  Not quite all: a bin that took a whole transfer chain
-	 * (another thread's overflow) in an early round may overflow in a
-	 * late one and give back half; so one thread's round of slack. */
+	/* Room for every thread's whole round: most of it stays cached,
+	 * far above what 1M allows.  Not all: a bin that took a transfer
+	 * chain (another thread's overflow) in one round may overflow in
+	 * the next and give back up to a round's blocks, and on a loaded
+	 * machine two or three threads do (300 runs here: 285 kept all,
+	 * the worst lost 4,000 blocks; a CI run lost more than 4,096).
+	 * Half the threads' rounds still tells a budget that works from
+	 * one stuck at 1M (2.5 times that bound). */
 	c = bulk_cached("JPSYNC_CACHE_BYTES=64M");
 	CU_ASSERT(c <= (64 << 20) + start);
 	if (!jp_test_on_valgrind())
-		CU_ASSERT(c >= 15 * 4096 * 80);
+		CU_ASSERT(c >= 8 * 4096 * 80);
 }
 
 static CU_TestInfo env_tests[] = {
