@@ -196,18 +196,8 @@ else
 fi
 
 # ------------------------------------------------------------------ tables
-awk -F, -v reps="$reps" -v cols="$impls" '
+awk -F, -v reps="$reps" -v cols="$impls" "$median_awk"'
 BEGIN { nim = split(cols, imorder, " ") }   # a column for each, measured or not
-function median(arr, key, n,    i, j, t, a) {
-  if (n == 0) return ""
-  for (i = 1; i <= n; i++) a[i] = arr[key, i]
-  for (i = 2; i <= n; i++) {          # insertion sort: a few values
-    t = a[i]
-    for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-    a[j + 1] = t
-  }
-  return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
 function cell(key, v, scale, fmt) {
   if (!(key in seen)) return "-"
   if (cnt[key] == 0) return "FAILED"

@@ -32,7 +32,7 @@ while [ "$i" -lt "$runs" ]; do
 	echo "$c" >> "$tmp/check"
 	i=$((i + 1))
 done
-median() { sort -n -k"$2" "$1" | awk -v k="$2" '{ v[NR] = $k } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { awk -v k="$2" "$(cat "$here/median.awk")"'{ v[0, NR] = $k } END { print median(v, 0, NR) }' "$1"; }
 de=$(median "$tmp/default" 1); dc=$(median "$tmp/default" 2)
 ce=$(median "$tmp/check" 1); cc2=$(median "$tmp/check" 2)
 echo "medians: default ${de}s elapsed, ${dc}s CPU; $mode ${ce}s elapsed, ${cc2}s CPU"

@@ -32,6 +32,6 @@ done
 # malloc way kind type P C L ns -> median per (malloc kind type P C L way)
 awk '{ k = $1 " " $3 " " $4 " " $5 " " $6 " " $7 " " $2; v[k] = v[k] " " $8 }
      END { for (k in v) print k, v[k] }' "$raw" | sort | while read -r m k t p c l w rest; do
-  med=$(echo $rest | tr ' ' '\n' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  med=$(awk -v s="$rest" "$(cat "$(dirname "$0")/median.awk")"'BEGIN { print median_str(s) }')
   echo "$m $k $t $p $c $l $w $med"
 done

@@ -11,10 +11,12 @@
 #           $top_builddir/tests/bench/results)
 # refusing a bad value with a one-line message and exit status 2; sets
 # top_srcdir and top_builddir where make did not (the source tree above this
-# file; the current folder); makes the folder; and starts $csv (the
-# contract's header line) and $notes (empty).
+# file; the current folder); makes the folder; starts $csv (the contract's
+# header line) and $notes (empty); and sets median_awk, median.awk's
+# functions to put before an inline awk program: awk "$median_awk"'...'.
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=.}"
+median_awk=$(cat "$top_srcdir/tests/bench/median.awk") || exit 2
 reps=${JPSYNC_BENCH_REPS:-5}
 quick=${JPSYNC_BENCH_QUICK:-0}
 out=${JPSYNC_BENCH_OUT:-$top_builddir/tests/bench/results}

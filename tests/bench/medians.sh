@@ -8,18 +8,17 @@
 set -u
 csv=$1 peer=${2:-}
 grep -v '^benchmark,' "$csv" | grep -v ',FAILED,' |
-  sort -t, -k1,1 -k2,2 -k3,3n -k4,4 -k6,6g |
-  awk -F, '
+  sort -t, -k1,1 -k2,2 -k3,3n -k4,4 |
+  awk -F, "$(cat "$(dirname "$0")/median.awk")"'
     function flush() {
       if (n == 0) return
-      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-      print key "," impl "," m "," unit "," better
+      print key "," impl "," median(v, 0, n) "," unit "," better
       n = 0
     }
     {
       k = $1 "," $2 "," $3
       if (k != key || $4 != impl) { flush(); key = k; impl = $4 }
-      v[++n] = $6; unit = $7; better = $8
+      v[0, ++n] = $6; unit = $7; better = $8
     }
     END { flush() }' |
   awk -F, -v peer="$peer" '

@@ -65,15 +65,10 @@ fi
 
 # Medians; the two ratios pool-bench reports: the handle against glibc, the
 # uncached pool against the mutex-protected free list.
-awk -F, '
+awk -F, "$median_awk"'
 NR == 1 { next }
 $6 != "FAILED" { key = $2 " " $3; v[key SUBSEP $4] = v[key SUBSEP $4] " " $6; better[key] = $8
   if (!(key in seenw)) { seenw[key] = 1; w[nw++] = key } if (!($4 in seeni)) { seeni[$4] = 1; im[ni++] = $4 } }
-function median(s,   n, a, i, j, t) {
-  n = split(s, a, " ")
-  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
 function ratio(a, b, k) { return better[k] == "lower" ? b / a : a / b }
 END {
   printf "%-26s", "workload thr"; for (i = 0; i < ni; i++) printf " %13s", im[i]
@@ -82,7 +77,7 @@ END {
     printf "%-26s", w[k]; delete m
     for (i = 0; i < ni; i++) {
       key = w[k] SUBSEP im[i]
-      if (key in v) { m[im[i]] = median(v[key]); printf " %13.2f", m[im[i]] }
+      if (key in v) { m[im[i]] = median_str(v[key]); printf " %13.2f", m[im[i]] }
       else printf " %13s", "-"
     }
     r = ""

@@ -77,21 +77,16 @@ else
 fi
 
 # Medians, and jpsync against the best peer of the same workload.
-awk -F, -v ours=jpsync '
+awk -F, -v ours=jpsync "$median_awk"'
 NR == 1 || $7 == "%CPU" { next }	# the wait rows are in the notes
 $6 != "FAILED" { v[$2 SUBSEP $4] = v[$2 SUBSEP $4] " " $6; if (!($2 in seenw)) { seenw[$2] = 1; w[nw++] = $2 } if (!($4 in seeni)) { seeni[$4] = 1; im[ni++] = $4 } }
-function median(s,   n, a, i, j, t) {
-  n = split(s, a, " ")
-  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
 END {
   printf "%-20s", "workload"; for (i = 0; i < ni; i++) printf " %14s", im[i]; printf " %18s\n", "jpsync/best peer"
   for (k = 0; k < nw; k++) {
     printf "%-20s", w[k]; best = 0; mine = 0
     for (i = 0; i < ni; i++) {
       key = w[k] SUBSEP im[i]
-      if (key in v) { m = median(v[key]); printf " %14.2f", m; if (im[i] == ours) mine = m; else if (m > best) best = m }
+      if (key in v) { m = median_str(v[key]); printf " %14.2f", m; if (im[i] == ours) mine = m; else if (m > best) best = m }
       else printf " %14s", "-"
     }
     if (best > 0) printf " %17.2fx\n", mine / best; else printf " %18s\n", "-"

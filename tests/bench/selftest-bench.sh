@@ -51,15 +51,9 @@ done
 
 # Medians, and the ratio of jpsync to the best peer (>1 is a win when higher
 # is better, <1 when lower is).
-awk -F, 'NR > 1 && $6 != "FAILED" {
+awk -F, "$median_awk"'NR > 1 && $6 != "FAILED" {
   k = $2 SUBSEP $3 SUBSEP $4; n[k]++; v[k, n[k]] = $6; u[$2] = $7; b[$2] = $8
   if (!($2 SUBSEP $3 in seen)) { seen[$2, $3] = 1; rows[++nr] = $2 SUBSEP $3 }
-}
-function median(k,   i, j, t, m) {
-  m = n[k]
-  for (i = 1; i <= m; i++) a[i] = v[k, i] + 0
-  for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-  return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
 END {
   printf "%-10s %7s %-12s %14s %12s\n", "workload", "threads", "impl", "median", "jpsync/best"
@@ -68,7 +62,7 @@ END {
     for (k in n) {
       split(k, kt, SUBSEP)
       if (kt[1] != rt[1] || kt[2] != rt[2]) continue
-      m = median(k)
+      m = median(v, k, n[k])
       if (kt[3] == "jpsync") ours = m
       else if (best == "" || (b[rt[1]] == "higher" ? m > best : m < best)) best = m
       printf "%-10s %7s %-12s %14.6g %12s\n", rt[1], rt[2], kt[3], m, ""
