@@ -443,6 +443,11 @@ static int setup_cxx(struct bench *b)
 	void *h = RTLD_DEFAULT, *nw, *del, *dels;
 	Dl_info info;
 
+#ifdef ALLOC_BENCH_GUARD
+	fprintf(stderr, "alloc-bench-guard: %s calls C++ operator new, which "
+		"the guard does not wrap\n", b->w->name);
+	return -1;
+#endif
 	if (cxx_sym(h, "_Znw", 1) == NULL) {
 		h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL);
 		if (h == NULL) {

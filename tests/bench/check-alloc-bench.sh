@@ -33,6 +33,27 @@ for wl in balanced alloc-heavy small xthread larson realloc \
   done
 done
 
+# alloc-bench-guard (guard-cost.sh): the same workloads pass their checks
+# with a canary around every block, and the C++ ones, which it cannot
+# wrap, are refused rather than run unguarded.
+gprog=$top_builddir/tests/bench/alloc-bench-guard
+[ -x "$gprog" ] || { echo "FAIL: $gprog not built"; exit 1; }
+for wl in balanced alloc-heavy small xthread larson realloc xsizes falseshare shortmixed; do
+  if line=$(env -u LD_PRELOAD $tx "$gprog" -w "$wl" -t 3 -n 20000 2>"$tmp/err"); then
+    case $line in
+      "alloc-bench: workload=$wl threads=3 ops="*" malloc="*) echo "ok: guard, $wl" ;;
+      *) echo "FAIL: guard, $wl: unexpected output '$line'"; fail=1 ;;
+    esac
+  else
+    echo "FAIL: guard, $wl: exit status $?"; cat "$tmp/err"; fail=1
+  fi
+done
+if env -u LD_PRELOAD $tx "$gprog" -w sized -t 1 -n 2000 >/dev/null 2>"$tmp/err"; then
+  echo "FAIL: guard ran sized, whose operator new it does not wrap"; fail=1
+elif grep -q "does not wrap" "$tmp/err"; then echo "ok: guard refuses sized"
+else echo "FAIL: guard, sized: wrong message: $(cat "$tmp/err")"; fail=1
+fi
+
 # The producer/consumer workloads (C++, built where configure found g++).
 pcprog=$top_builddir/tests/bench/alloc-pc
 npc=0
