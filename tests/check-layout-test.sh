@@ -28,6 +28,7 @@ try "alloc including queue" alloc/huge.c '#include "queue/queue_internal.h"'
 try "mem including a header of sync by its bare name" mem/pool.c '#include "sync.h"'
 try "a climb out of the folder" queue/spsc.c '#include "../base/os.h"'
 try "an allocator layer including one above it" alloc/segment.c '#include "tcache.h"'
+try "the shared lists including the thread caches" alloc/central.c '#include "tcache.h"'
 try "a write to the settings outside alloc_init.c" alloc/huge.c 'static void f(void) { jp__settings_w.check = 1; }'
 cp "$tmp/lib/mem/arena.c" "$tmp/saved"
 awk 'BEGIN { for (i = 0; i < 601; i++) print "/* a line */" }' >> "$tmp/lib/mem/arena.c"

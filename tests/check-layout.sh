@@ -97,10 +97,9 @@ ALLOC_RANKS="alloc_init:0 sizeclass:1 counter:0 stats:6 segment:1 huge:1
   quarantine:1 central:2 tcache:3 prof:3 check:4 check_fault:4 leaks:5
   leaks_stop:5"
 ALLOC_TOP="alloc.c alloc_init.c alloc_fork.c alloc_stats.c stats_table.c"
-# Named exceptions, "file:header": the size of a bin (struct jp_bin), which
-# the bin offsets the fast path reads are made of (the span's binoff, set
-# in central.c, and the lookup table of sizeclass.c).
-ALLOC_EXCEPT="central.c:tcache.h sizeclass.c:tcache.h"
+# Named exceptions, "file:header" (none today: the size of a bin, which
+# central.c and sizeclass.c need, is sizeclass.h's JP_BIN_BYTES).
+ALLOC_EXCEPT=""
 alloc_rank() { # name without .c/.h -> rank, or nothing
   for r in $ALLOC_RANKS; do [ "${r%%:*}" = "$1" ] && { echo "${r#*:}"; return; }; done
 }

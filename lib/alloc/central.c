@@ -37,7 +37,6 @@
  * are not checked (JPSYNC_CHECK checks every block).
  */
 #include "alloc_init.h"
-#include "tcache.h"
 #include "central.h"
 #include "segment.h"
 #include "sizeclass.h"
@@ -116,7 +115,7 @@ static struct jp_span *span_new(struct jp_central *k, unsigned shard, uint32_t c
 	s->bump_end = jp__span_start(s) + (uintptr_t)kc->nblocks * kc->bsize;
 	s->free = NULL;
 	s->used = 0;
-	s->binoff = cls * (uint32_t)sizeof(struct jp_bin);
+	s->binoff = cls * JP_BIN_BYTES;
 	s->divc = UINT64_MAX / kc->bsize + 2;
 	s->limit = (uint64_t)kc->nblocks * (s->divc * kc->bsize);
 	jp__span_publish(s);

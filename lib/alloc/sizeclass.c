@@ -4,7 +4,6 @@
  * JP_LOOKUP_MAX bytes to its bin (the role of jemalloc's sc.c and sz.c).
  * The formulas themselves are inline in sizeclass.h.
  */
-#include "tcache.h"
 #include "segment.h"
 #include "sizeclass.h"
 
@@ -13,7 +12,7 @@ struct jp_class jp__classes[JP_NCLASSES];
 /* Bin offsets by request size, for sizes up to JP_LOOKUP_MAX: indexed by
  * the size itself, so that jp_alloc needs no rounding before the load.
  * Built by the compiler: jp_alloc reads it before any initialisation. */
-#define L(i) ((uint16_t)(JP_SIZE_CLASS_C((i) * 16ull) * sizeof(struct jp_bin)))
+#define L(i) ((uint16_t)(JP_SIZE_CLASS_C((i) * 16ull) * JP_BIN_BYTES))
 #define X16(i) L(i), L(i), L(i), L(i), L(i), L(i), L(i), L(i), \
 	L(i), L(i), L(i), L(i), L(i), L(i), L(i), L(i)
 const uint16_t jp__class_lookup[JP_LOOKUP_MAX + 1] = {

@@ -20,6 +20,11 @@
 #define JP_MAX_SMALL	((size_t)256 << 10)	/* the largest class */
 #define JP_LOOKUP_MAX	1024	/* classes of sizes up to this by table */
 #define JP_BIN_BLOCK_MAX ((size_t)32 << 10)	/* bigger blocks are not cached */
+/* The size of a thread cache's bin (struct jp_bin, tcache.h, which
+ * asserts it): bin offsets, which the fast path reads from the lookup
+ * table and from a span, are class * JP_BIN_BYTES: a pointer and four
+ * 64-bit words' worth of counts. */
+#define JP_BIN_BYTES	((uint32_t)sizeof(void *) + 32)
 
 struct jp_class {		/* what a class is (set at start) */
 	uint32_t bsize;

@@ -35,6 +35,7 @@ struct jp_bin {
 	uint64_t nalloc_hi;	/* handed out, folded from cn (48-bit wrap) */
 	uint64_t nrefill;	/* blocks brought in from the class */
 };
+_Static_assert(sizeof(struct jp_bin) == JP_BIN_BYTES, "sizeclass.h's bin size");
 
 struct jp_heap {
 	struct jp_bin bins[JP_NCLASSES];	/* first: bin offsets are heap offsets */
