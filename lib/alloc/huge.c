@@ -3,8 +3,8 @@
  * 4 MiB-aligned with a header page before the block (or, for a bigger
  * alignment, a header 4 MiB before it), entered in the registry so that
  * free() finds the header by masking the pointer.  realloc grows and
- * shrinks them with mremap; a few freed mappings are kept for reuse by
- * the huge cache (huge_cache.c).
+ * shrinks them with mremap; freed mappings are kept for reuse by the huge
+ * cache (huge_cache.c), of whose pages a new block is made when it can.
  * The counts of huge blocks are kept here too (jp__huge_counts).
  */
 #include "alloc_init.h"
@@ -95,6 +95,7 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	size_t page = jp__os_page_size();
 	size_t off = huge_offset(align), total, msize;
 	size_t map_align = align > JP_SEG_SIZE ? align : JP_SEG_SIZE, res = 0;
+	size_t from = 0, got = 0;	/* the block's [from, from + got): gathered */
 	struct jp_huge *h;
 	char *base, *user;
 	void *p;
@@ -112,72 +113,80 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	total = (off + size + page - 1) & ~(page - 1);
 	p = off == JP_HUGE_HDR ? jp__hcache_take(total, true, true, &msize, &res) : NULL;
 	if (p != NULL && msize < total) {
-		/* Smaller: grown where it is, or its pages moved to a fresh
-		 * aligned mapping of total bytes; either way they serve the
-		 * block's start and only the rest faults in.  When neither
-		 * works, back to the cache and a fresh mapping. */
-		if (jp__os_resize(p, msize, total) == 0) {
+		/* Smaller: grown where it is (4 MiB-aligned ones), or its
+		 * pages moved to a fresh aligned mapping of total bytes;
+		 * either way they serve the block's start, other cached
+		 * mappings' pages the rest (jp__hcache_gather), and only what is
+		 * still missing faults in.  When neither works, back to the
+		 * cache and a fresh mapping. */
+		if (((uintptr_t)p & JP_SEG_MASK) == 0 && jp__os_resize(p, msize, total) == 0) {
 			jp__mapped_add(total - msize);
-			msize = total;
-		} else if (jp__hcache_move(&p, msize, total) == 0) {
-			msize = total;
-		} else {
-			if (!jp__hcache_put(p, msize, res)) {
-				jp__os_unmap(p, msize);
-				jp__mapped_sub(msize);
-				jp__trimmed_add(res);
-			}
+		} else if (jp__hcache_move(&p, msize, total) != 0) {
+			if (!jp__hcache_put(p, msize, res))
+				jp__hcache_unmap_piece(p, msize, res);
 			p = NULL;
 		}
-	}
-	if (p != NULL) {
+		if (p != NULL) {
+			from = msize;
+			msize = total;
+		}
+	} else if (p != NULL) {
 		/* A segment or more past the first segment boundary beyond
 		 * the block: that tail is a mapping of its own (4 MiB-aligned,
 		 * as every cached one), and goes back to the cache with its
 		 * pages; unmapped if it does not fit there. */
 		size_t end = jp__hcache_split_at(total);
 
+		from = total;
 		if (msize >= end + JP_SEG_SIZE) {
 			size_t tres = res > end ? res - end : 0;
 
-			if (!jp__hcache_put((char *)p + end, msize - end, tres)) {
-				jp__os_unmap((char *)p + end, msize - end);
-				jp__mapped_sub(msize - end);
-				jp__trimmed_add(tres);
-			}
+			if (!jp__hcache_put((char *)p + end, msize - end, tres))
+				jp__hcache_unmap_piece((char *)p + end, msize - end, tres);
 			msize = end;
 			if (res > end)
 				res = end;
 		}
-		/* Resident pages beyond the block above JP_HC_TAIL(total) go
-		 * with the mapping's tail (see huge_cache.c). */
-		if (res > total + JP_HC_TAIL(total) &&
-		    jp__os_resize(p, msize, total) == 0) {
-			jp__mapped_sub(msize - total);
-			jp__trimmed_add(res - total);	/* the cut tail's pages */
+		/* Resident pages beyond the block above JP_HC_TAIL(total) leave
+		 * it (see huge_cache.c): the cache keeps them, as a
+		 * mapping of their own that lends its pages to a later block
+		 * (jp__hcache_gather), unless they are no more than its guard. */
+		if (res > total + JP_HC_TAIL(total)) {
+			if (msize - total <= JP_HC_GUARD ||
+			    !jp__hcache_put((char *)p + total, msize - total, res - total))
+				jp__hcache_unmap_piece((char *)p + total, msize - total,
+						   res - total);
 			msize = total;
 			res = total;
 		}
 	}
-	if (p != NULL) {
-		/* A calloc gets zeros: the block's pages that may hold old
-		 * bytes are cleared here rather than given back, which would
-		 * fault them in again at the caller's first touch; those
-		 * beyond res were never written, or given back. */
-		if (zero && res > off)
-			memset((char *)p + off, 0, (res < total ? res : total) - off);
-		if (res < total)
-			res = total;
-	} else {
+	if (p == NULL) {
 		jp__segment_purge_before_map();
 		if (jp__map_registered(&p, total, map_align) != 0) {
 			errno = ENOMEM;
 			return NULL;
 		}
 		msize = total;
-		res = total;
+		res = 0;
 		jp__mapped_add(total);
 	}
+	if (from < total)
+		got = jp__hcache_gather((char *)p + from, (char *)p + total);
+	if (zero) {
+		/* A calloc gets zeros: the block's pages that may hold old
+		 * bytes (the cached mapping's first res, the gathered ones)
+		 * are cleared here rather than given back, which would fault
+		 * them in again at the caller's first touch; the others were
+		 * never written, or given back. */
+		size_t lo = from > off ? from : off;
+
+		if (res > off)
+			memset((char *)p + off, 0, (res < total ? res : total) - off);
+		if (from + got > lo)
+			memset((char *)p + lo, 0, from + got - lo);
+	}
+	if (res < total)
+		res = total;
 	base = p;
 	user = base + off;
 	if (off < JP_SEG_SIZE) {

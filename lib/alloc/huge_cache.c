@@ -29,20 +29,27 @@
  * a segment or more longer than the block is split: from the first
  * segment boundary past the block, the tail is a mapping of its own (4 MiB-
  * aligned like every cached one), and goes back to the cache with its
- * pages.  What is left beyond the block is not kept for long in a block of
- * 4 MiB or more: the mapping is cut to the block (the tail's pages go
- * with it), since malloc-large's 5-25 MiB blocks would hold the difference
- * for their lives.  Below 4 MiB the spare stays, for realloc growth to find
+ * pages.  What is left beyond the block is not kept by a block of 4 MiB
+ * or more, since malloc-large's 5-25 MiB blocks would hold the difference
+ * for their lives: it goes back to the cache too, as a mapping of its own
+ * (not 4 MiB-aligned, so never a block's place, only pages to lend, see
+ * below).  Below 4 MiB the spare stays, for realloc growth to find
  * resident.  A mapping is not taken for a request for which it would keep
  * more than HC_KEEP times the request resident: it waits for a bigger
  * request, or its age.  When no cached mapping fits, the biggest smaller
  * one is grown where it is or, when something follows it, its pages are
  * moved (mremap, neither copied nor faulted) to a new place that has room:
- * either way they serve the block's start, and only the rest faults in.
+ * either way they serve the block's start.  The rest of the block, or all
+ * of it when nothing was taken, is made of other cached mappings' pages,
+ * moved in the same way (jp__hcache_gather), and only what the cache cannot
+ * cover faults in: the way glibc and tcmalloc serve a big block from
+ * memory already resident in their heaps, where a block is joined from
+ * free neighbours; here the neighbours need not be adjacent.
  * Split and move made malloc-large's loop fault in 1.7 times fewer pages
- * (2.92 million against 1.70), at 4% less peak RSS; before, a mapping more
- * than twice the request was passed over and one that could not grow in
- * place went back to the cache, and the request mapped fresh pages.
+ * (2.92 million against 1.70), at 4% less peak RSS; gathering, with the
+ * tails kept, a bound of a quarter and 64 entries, 9.3 times fewer again
+ * (183 thousand, as many as tcmalloc), at the same peak RSS
+ * (doc/benchmarks.md).
  */
 #include "alloc_init.h"
 #include "segment.h"
@@ -53,12 +60,14 @@
 #include <errno.h>
 #include <string.h>
 
-/* 32, not 8: mimalloc-bench's mstress frees huge blocks in bursts that
+/* 64, not 8: mimalloc-bench's mstress frees huge blocks in bursts that
  * overflowed 8 entries (327 misses and 319 evictions in one run, each a
- * fresh mapping and a munmap); the byte bound, not the count, bounds the
- * pages kept. */
-#define HC_N		32
-#define HC_MAX		((size_t)64 << 20)
+ * fresh mapping and a munmap), and the tails that blocks leave make more
+ * entries (with 32, malloc-large's loop pushed out 232 MiB for want of an
+ * entry, and faulted in 205 thousand pages instead of 183); the byte
+ * bound, not the count, bounds the pages kept. */
+#define HC_N		64
+#define HC_MAX		((size_t)128 << 20)
 #define HC_FLOOR	((size_t)8 << 20)
 #define HC_AGE_NS	2000000000ull
 #define HC_KEEP		8
@@ -71,14 +80,19 @@ static struct {
 static unsigned hcache_n;
 static size_t hcache_bytes;
 
-/* At most 8 MiB plus a sixteenth of what is mapped, and never above 64 MiB:
- * its mappings keep their pages, so this bounds the RSS it adds (a quarter
- * let malloc-large's loop peak 1.10x as high as 1.0.0, which had no cache;
- * a sixteenth, 1.03x). */
+/* At most 8 MiB plus a quarter of what is mapped, and never above 128 MiB:
+ * its mappings keep their pages, so this bounds the RSS it adds above the
+ * live blocks.  Before blocks were gathered from several mappings, a
+ * quarter let malloc-large's loop peak 1.10x as high as 1.0.0, which had
+ * no cache, and a sixteenth was kept; now the cache's pages serve the
+ * next blocks instead of waiting beside fresh ones, the loop peaks no
+ * higher with a quarter than with a sixteenth (410 MB), and faults in
+ * 205 thousand pages instead of 1.03 million (an eighth: 488 thousand;
+ * all three with 32 entries). */
 static size_t hcache_limit(void)
 {
 	size_t m = (size_t)atomic_load_explicit(&jp__map_counts->mapped, memory_order_relaxed);
-	size_t l = HC_FLOOR + m / 16;
+	size_t l = HC_FLOOR + m / 4;
 
 	return l < HC_MAX ? l : HC_MAX;
 }
@@ -106,6 +120,13 @@ static bool hcache_splits(size_t size, size_t res, size_t total)
 static size_t hcache_guard(size_t size)
 {
 	return size < JP_HC_GUARD ? size : JP_HC_GUARD;
+}
+
+/* Entry i may hold a block where it is: its base is 4 MiB-aligned (a tail
+ * cut from a block is cached for its pages alone, see jp__hcache_gather). */
+static bool hcache_aligned(unsigned i)
+{
+	return ((uintptr_t)hcache[i].base & JP_SEG_MASK) == 0;
 }
 
 /* Unmap entry i (huge lock); returns the bytes. */
@@ -146,7 +167,8 @@ void *jp__hcache_take(size_t total, bool split, bool smaller, size_t *size, size
 	jp__lock(&jp__huge_lock);
 	hcache_expire(jp__os_now_ns());
 	for (unsigned i = 0; i < hcache_n; i++)
-		if ((split ? hcache_splits(hcache[i].size, hcache[i].res, total)
+		if (hcache_aligned(i) &&
+		    (split ? hcache_splits(hcache[i].size, hcache[i].res, total)
 			   : hcache_fits(hcache[i].size, hcache[i].res, total)) &&
 		    (best < 0 || hcache[i].size < hcache[best].size))
 			best = (int)i;
@@ -225,6 +247,82 @@ int jp__hcache_move(void **p, size_t size, size_t total)
 	jp__mapped_sub(size);	/* the old place is unmapped by the move */
 	*p = dest;
 	return 0;
+}
+
+/* Drop a piece of len bytes at src (res of them may be resident) that has
+ * left the cache: unmapped, its pages given back. */
+void jp__hcache_unmap_piece(void *src, size_t len, size_t res)
+{
+	jp__os_unmap(src, len);
+	jp__mapped_sub(len);
+	jp__trimmed_add(res);
+}
+
+/*
+ * Fill [at, end) of a block's mapping with cached mappings' pages, moved
+ * (mremap: page tables move, no byte is copied and no page faults in),
+ * front to back, so that only what the cache cannot cover is fresh zero
+ * pages.  A mapping at least JP_HC_GUARD longer than what is still needed
+ * gives its tail (the smallest such one, the rest of it stays cached);
+ * else the biggest that fits moves whole.  Returns the bytes filled from
+ * at: they hold old bytes.
+ */
+size_t jp__hcache_gather(char *at, char *end)
+{
+	char *start = at;
+
+	while (at < end && !jp__settings.nocache) {
+		size_t need = (size_t)(end - at), len, res = 0;
+		char *src = NULL;
+		int tail = -1, whole = -1;
+
+		jp__lock(&jp__huge_lock);
+		for (unsigned i = 0; i < hcache_n; i++) {
+			size_t sz = hcache[i].size;
+
+			if (sz >= need + JP_HC_GUARD) {
+				if (tail < 0 || sz < hcache[tail].size)
+					tail = (int)i;
+			} else if (sz <= need && (whole < 0 || sz > hcache[whole].size)) {
+				whole = (int)i;
+			}
+		}
+		if (tail >= 0) {
+			/* The entry keeps its head (and its age). */
+			len = need;
+			hcache[tail].size -= len;
+			src = (char *)hcache[tail].base + hcache[tail].size;
+			if (hcache[tail].res > hcache[tail].size) {
+				res = hcache[tail].res - hcache[tail].size;
+				hcache[tail].res = hcache[tail].size;
+			}
+		} else if (whole >= 0) {
+			src = hcache[whole].base;
+			len = hcache[whole].size;
+			res = hcache[whole].res;
+			hcache_n--;
+			memmove(&hcache[whole], &hcache[whole + 1],
+				(hcache_n - (unsigned)whole) * sizeof hcache[0]);
+		}
+		if (src != NULL)
+			hcache_bytes -= len;
+		jp__unlock(&jp__huge_lock);
+		if (src == NULL)
+			break;
+		/* A whole mapping's head accessible again first: mremap moves
+		 * one area. */
+		if (whole >= 0 && jp__os_protect(src, hcache_guard(len), true) != 0) {
+			jp__hcache_unmap_piece(src, len, res);
+			continue;
+		}
+		if (jp__os_move(src, len, len, at) != 0) {
+			jp__hcache_unmap_piece(src, len, res);
+			break;
+		}
+		jp__mapped_sub(len);	/* at's range was counted already */
+		at += len;
+	}
+	return (size_t)(at - start);
 }
 
 /* Unmap every cached mapping; returns the bytes that were resident,

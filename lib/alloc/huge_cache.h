@@ -1,8 +1,9 @@
 /*
  * huge_cache.h - what huge_cache.c owns: the huge cache, freed huge blocks'
  * mappings kept with their pages for huge.c's later blocks (taken whole,
- * split, grown or moved), and its bound.  Every function takes the huge
- * lock itself.
+ * split, grown or moved, or lending their pages to a block made of
+ * several), and its bound.  Every function takes the huge lock
+ * itself.
  */
 #ifndef JP_HUGE_CACHE_H
 #define JP_HUGE_CACHE_H
@@ -26,8 +27,8 @@
  */
 #define JP_HC_GUARD	((size_t)64 << 10)
 /* A block of total bytes keeps the spare of its mapping beyond it up to
- * this; above, the mapping is cut to the block (4 MiB blocks and up:
- * no spare). */
+ * this; above, that spare goes back to the cache (4 MiB blocks and up:
+ * none). */
 #define JP_HC_TAIL(total)	((total) < JP_SEG_SIZE ? JP_SEG_SIZE : 0)
 
 /* The segment boundary at or past total: where a cached mapping taken for
@@ -47,6 +48,10 @@ bool jp__hcache_put(void *base, size_t size, size_t res);
 /* Move a mapping's pages to a fresh 4 MiB-aligned mapping of total bytes:
  * 0, or an errno with *p untouched. */
 int jp__hcache_move(void **p, size_t size, size_t total);
+/* Unmap a piece that has left the cache, its pages counted as given back. */
+void jp__hcache_unmap_piece(void *src, size_t len, size_t res);
+/* Fill [at, end) with cached mappings' pages: the bytes filled from at. */
+size_t jp__hcache_gather(char *at, char *end);
 /* Unmap every cached mapping: the bytes that were resident. */
 size_t jp__hcache_trim(void);
 
