@@ -1,8 +1,9 @@
 /*
  * huge.h - what huge.c owns: blocks above the largest class, each in a
  * mapping of its own with a header page at the start of the 4 MiB chunk it
- * begins in; the huge cache of freed mappings kept for reuse; the huge
- * lock; and the counts of huge blocks, read by alloc_stats.c and realloc.
+ * begins in; the huge lock (taken by the cache of freed mappings kept for
+ * reuse, huge_cache.h); and the counts of huge blocks, read by
+ * alloc_stats.c and realloc.
  * (Check mode's quarantine of freed huge blocks is quarantine.c's, in
  * check.h.)
  */

@@ -125,7 +125,7 @@ int stats_exact(void)
 	const size_t big = (size_t)65 << 20, mid = (size_t)8 << 20;
 	struct jp_alloc_stats st0, st1, st2;
 	unsigned long long small_bytes, t0, held;
-	void *small[NSMALL], *h, *hs[33];
+	void *small[NSMALL], *h, *hold, *hs[65];
 	size_t got;
 
 	/* Nothing cached, nothing dirty: what goes back below is ours. */
@@ -150,8 +150,9 @@ int stats_exact(void)
 	exact_stats(&st2);
 	exact_eq("in use, all freed", st2.in_use, st0.in_use);
 	exact_eq("peak, all freed", st2.peak_in_use, held);
-	/* 65 MiB does not fit the huge cache (at most 64 MiB): unmapped at
-	 * its free, every page of it given back. */
+	/* 65 MiB does not fit the huge cache (8 MiB and a quarter of what is
+	 * mapped, about 25 MiB here): unmapped at its free, every page of it
+	 * given back. */
 	exact_eq("given back, 65 MiB freed", st2.trimmed - st1.trimmed, huge_map(big));
 
 	/* 2. A shrink in place (mremap) gives back the tail. */
@@ -165,26 +166,28 @@ int stats_exact(void)
 	exact_eq("huge bytes, shrunk", st2.huge_bytes, huge_map((size_t)1 << 20));
 	jp_free(h);
 
-	/* 3. The huge cache keeps 32 freed mappings, their pages resident
-	 * (32 of 260 KiB, 8.25 MiB, are within its bound of 8 MiB and a
-	 * sixteenth of what is mapped, which counts them): the 33rd pushes
-	 * the oldest out, unmapped with its resident pages, which count as
-	 * given back. */
+	/* 3. The huge cache keeps 64 freed mappings, their pages resident
+	 * (64 of 260 KiB, 16.5 MiB, are within its bound of 8 MiB and a
+	 * quarter of what is mapped, which counts them and a 64 MiB block
+	 * held, never touched): the 65th pushes the oldest out, unmapped
+	 * with its resident pages, which count as given back. */
 	jp_alloc_trim();
+	hold = jp_alloc((size_t)64 << 20);
 	exact_stats(&st1);
-	for (int i = 0; i < 33; i++)
+	for (int i = 0; i < 65; i++)
 		hs[i] = jp_alloc(260 << 10);
-	for (int i = 0; i < 33; i++)
+	for (int i = 0; i < 65; i++)
 		jp_free(hs[i]);
 	exact_stats(&st2);
-	exact_eq("given back, one of 33 mappings out of the huge cache",
+	exact_eq("given back, one of 65 mappings out of the huge cache",
 		 st2.trimmed - st1.trimmed, huge_map(260 << 10));
-	/* jp_alloc_trim's count is the figure's growth: the 32 cached ones. */
+	/* jp_alloc_trim's count is the figure's growth: the 64 cached ones. */
 	t0 = st2.trimmed;
 	got = jp_alloc_trim();
 	exact_stats(&st2);
 	exact_eq("given back by jp_alloc_trim", st2.trimmed - t0, got);
-	if (got < 32 * huge_map(260 << 10))
-		exact_eq("jp_alloc_trim, at least the 32 cached", got, 32 * huge_map(260 << 10));
+	if (got < 64 * huge_map(260 << 10))
+		exact_eq("jp_alloc_trim, at least the 64 cached", got, 64 * huge_map(260 << 10));
+	jp_free(hold);
 	return exact_bad;
 }
