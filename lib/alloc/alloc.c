@@ -226,6 +226,23 @@ JP_EXPORT int jp_posix_memalign(void **memptr, size_t alignment, size_t size)
 
 /* ---- free ----------------------------------------------------------- */
 
+/* Push p on this thread's bin at binoff when the bin has room, as the
+ * fast path does; false when it has none (or the thread has no heap yet,
+ * or its bins are off). */
+static inline bool bin_push(void *p, uint32_t binoff)
+{
+	struct jp_bin *b = (struct jp_bin *)((char *)jp__tls_heap + binoff);
+
+	if (jp_likely(JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) != 0)) {
+		((void **)p)[0] = b->head;
+		((uintptr_t *)p)[1] = jp__settings.key;
+		b->head = p;
+		JP_CNT_ADD(b->cn, -(uint64_t)1);
+		return true;
+	}
+	return false;
+}
+
 /* free_generic without NULL and errno. */
 static void free_slow(void *p)
 {
@@ -251,11 +268,14 @@ static void free_slow(void *p)
 		if (((uintptr_t *)p)[1] == jp__settings.key &&
 		    jp__block_is_free(jp__tls_heap, p, s))
 			jp__die_ptr("double free", p);
-		/* A span with sampled blocks sends its frees here (prof.c). */
+		/* A slice with sampled blocks sends its frees here (prof.c). */
 		if (jp__settings.prof && (__atomic_load_n(&s->sampled_mask, __ATOMIC_RELAXED) &
 				    jp__prof_bit(a)) != 0)
 			jp__prof_free(p, s);
-		jp__free_block(jp__heap_get(), p, s);
+		/* Those are mostly blocks the fast path would have pushed:
+		 * its push, when the bin has room. */
+		if (!bin_push(p, s->binoff))
+			jp__free_block(jp__heap_get(), p, s);
 		return;
 	}
 	hg = jp__huge_of(p);
@@ -318,18 +338,8 @@ static inline bool free_fast(void *p, size_t size, const bool sized)
 
 		if (jp_likely(jp__slice_block_test(sl, a) &&
 			      (!sized || size <= sl->bsize) &&
-			      ((uintptr_t *)p)[1] != jp__settings.key)) {
-			struct jp_bin *b = (struct jp_bin *)
-				((char *)jp__tls_heap + sl->binoff);
-
-			if (jp_likely(JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) != 0)) {
-				((void **)p)[0] = b->head;
-				((uintptr_t *)p)[1] = jp__settings.key;
-				b->head = p;
-				JP_CNT_ADD(b->cn, -(uint64_t)1);
-				return true;
-			}
-		}
+			      ((uintptr_t *)p)[1] != jp__settings.key))
+			return bin_push(p, sl->binoff);
 	}
 	return false;
 }

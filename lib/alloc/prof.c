@@ -31,14 +31,20 @@
  * depot (base/stack.h), in a hash table of live samples, and adds to the
  * stack's totals: in use (until its free) and allocated (ever).
  *
- * Frees find their sample without a look-up on the fast path: while a
- * span holds a sampled block, the limit in its slices' fast-path copy is
- * 0, so every free in that span takes the slow path (free_slow in
- * alloc.c), which asks here (the span's own limit still says what is a
- * block) when the block's bit is set in the span's 64-bit filter of
- * sampled addresses: a lock and a look-up for one free in 64 at most of
- * those that are not sampled.  The span's count of sampled blocks puts the
- * limit back, and clears the filter, when the last one is freed.  A huge
+ * Frees find their sample without a look-up on the fast path: the fast
+ * path's block test (jp__is_block) compares k * e, for block k of the
+ * span, with the limit in the fast-path copy of the slice the block
+ * starts in, so while a slice holds sampled blocks its limit is the
+ * product of the lowest of them: the frees of that block and of those
+ * above it in that slice take the slow path (free_slow in alloc.c), the
+ * rest of the span stays on the fast path.  free_slow asks here (the
+ * span's own limit still says what is a block) when the block's bit is
+ * set in the span's 64-bit filter of sampled addresses, a lock and a
+ * look-up for one free in 64 at most of those that are not sampled, and
+ * pushes the others as the fast path does.  The slice's count of sampled
+ * blocks (in the segment header) puts its limit back when the last one is
+ * freed (until then a freed lowest one leaves the limit lower than it
+ * need be: slower, never wrong), the span's clears its filter.  A huge
  * block's header says whether it is sampled.
  *
  * The profile is gperftools' heap format, version 2 ("heap profile: ...
@@ -227,6 +233,16 @@ static uint64_t live_remove(uintptr_t a)
 	return size;
 }
 
+size_t jp__prof_nlive(void)
+{
+	size_t n;
+
+	jp__lock(&jp__prof_lock);
+	n = nlive;
+	jp__unlock(&jp__prof_lock);
+	return n;
+}
+
 static void write_interval(void);
 
 /* Record block p of size bytes (span s for a small block, else NULL);
@@ -261,15 +277,21 @@ static bool record(void *p, uint64_t size, struct jp_span *s)
 	all.alloc_n++;
 	all.alloc_b += size;
 	est_inuse += estimate(size);
-	if (s != NULL)
+	if (s != NULL) {
+		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)p & ~(uintptr_t)JP_SEG_MASK);
+		unsigned k = ((uintptr_t)p >> JP_SLICE_SHIFT) & (JP_NSLICES - 1);
+		/* p's product in the block test (jp__is_block), k * e for
+		 * block k of the span: as the limit of p's slice, it sends
+		 * the frees of p and of the blocks above it there to the slow
+		 * path (see the top); those below, and the span's other
+		 * slices, stay fast. */
+		uint64_t m = ((uintptr_t)p + s->nstart) * s->divc;
+
 		__atomic_store_n(&s->sampled_mask, s->sampled_mask | jp__prof_bit((uintptr_t)p),
 				 __ATOMIC_RELAXED);
-	if (s != NULL && __atomic_fetch_add(&s->nsampled, 1, __ATOMIC_RELAXED) == 0) {
-		/* Frees in this span take the slow path (see the top). */
-		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
-
-		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
-			__atomic_store_n(&seg->slices[k].limit, 0, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->nsampled, 1, __ATOMIC_RELAXED);
+		if (seg->prof_nsampled[k]++ == 0 || m < seg->slices[k].limit)
+			__atomic_store_n(&seg->slices[k].limit, m, __ATOMIC_RELAXED);
 	}
 	if (jp__settings.prof_interval != 0 && est_inuse >= est_last + jp__settings.prof_interval) {
 		est_last = est_inuse;
@@ -314,16 +336,17 @@ bool jp__prof_huge(void *p, uint64_t usable)
 void jp__prof_free(void *p, struct jp_span *s)
 {
 	jp__lock(&jp__prof_lock);
-	if (live_remove((uintptr_t)p) != 0 && s != NULL &&
-	    __atomic_sub_fetch(&s->nsampled, 1, __ATOMIC_RELAXED) == 0) {
-		/* The last sample of the span: its frees may be fast again.
-		 * (Before the block goes back: the span cannot be released
-		 * and published anew meanwhile.) */
-		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
+	if (live_remove((uintptr_t)p) != 0 && s != NULL) {
+		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)p & ~(uintptr_t)JP_SEG_MASK);
+		unsigned k = ((uintptr_t)p >> JP_SLICE_SHIFT) & (JP_NSLICES - 1);
 
-		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
+		/* The last sample of its slice: the slice's frees may be fast
+		 * again.  (Before the block goes back: the span cannot be
+		 * released and published anew meanwhile.) */
+		if (--seg->prof_nsampled[k] == 0)
 			__atomic_store_n(&seg->slices[k].limit, s->limit, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->sampled_mask, 0, __ATOMIC_RELAXED);
+		if (__atomic_sub_fetch(&s->nsampled, 1, __ATOMIC_RELAXED) == 0)
+			__atomic_store_n(&s->sampled_mask, 0, __ATOMIC_RELAXED);
 	}
 	jp__unlock(&jp__prof_lock);
 }

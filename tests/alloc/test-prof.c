@@ -1,10 +1,14 @@
 /*
  * test-prof.c - the heap profile's sampler (white-box: links the core
  * library): -ln(u) without libm, the mean of its intervals, and the
- * statistics' counts kept exact while the profile arms the bins' counts.
+ * statistics' counts kept exact while the profile arms the bins' counts,
+ * and which frees a sampled block sends through the profile.
  */
 #include "alloc/alloc_init.h"
 #include "alloc/prof.h"
+#include "alloc/segment.h"
+#include "alloc/sizeclass.h"
+#include "alloc/tcache.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -99,10 +103,98 @@ static void test_counts_exact(void)
 	CU_ASSERT_EQUAL(b.allocs - a.allocs, N);
 }
 
+/* Whether a free of p takes jp_free's fast path (which never calls the
+ * profile): its slice's view says p is a block. */
+static bool free_is_fast(void *p)
+{
+	return jp__slice_block_test(jp__slice_of((uintptr_t)p), (uintptr_t)p);
+}
+
+enum { SPAN_BLOCKS = 64 };
+
+/*
+ * A block sampled in a span of several slices (16 KiB blocks: 2 slices
+ * of 4 blocks) sends only the frees of its own slice, from it up,
+ * through the profile: a block of the same span in the other slice is
+ * freed on the fast path and the samples stay as they were; the sampled
+ * block's free drops its sample, and its slice is fast again.  (In a
+ * thread of its own: the test arms its bin by hand, with the rate
+ * changed meanwhile.)
+ */
+static void *sampled_slice(void *arg)
+{
+	const uint64_t rate = jp__settings.prof_rate;
+	uint32_t cls = jp__size_class(16384);
+	void *blk[SPAN_BLOCKS], *p, *q = NULL;
+	size_t live0;
+	unsigned n = 0;
+	int *ok = arg;
+
+	/* This thread's heap, armed for no sample for a long while, and
+	 * blocks of the span below p. */
+	jp__settings_w.prof_rate = (uint64_t)1 << 40;
+	while (n < 2 && (blk[n] = jp_alloc(16384)) != NULL)
+		n++;
+	/* The next block of the class is sampled (rate 1: every block),
+	 * then none for a long while. */
+	jp__settings_w.prof_rate = 1;
+	jp__prof_bin_arm(&jp__tls_heap->bins[cls], cls);
+	live0 = jp__prof_nlive();
+	p = jp_alloc(16384);
+	jp__settings_w.prof_rate = (uint64_t)1 << 40;
+	jp__prof_bin_arm(&jp__tls_heap->bins[cls], cls);
+	jp__settings_w.prof_rate = rate;
+	if (p == NULL || jp__prof_nlive() != live0 + 1 || jp__classes[cls].nslices < 2)
+		return NULL;
+	/* A block of p's span that starts in another slice. */
+	while (q == NULL && n < SPAN_BLOCKS) {
+		void *b = jp_alloc(16384);
+
+		if (b == NULL)
+			break;
+		blk[n++] = b;
+		if (jp__span_of((uintptr_t)b) == jp__span_of((uintptr_t)p) &&
+		    ((uintptr_t)b ^ (uintptr_t)p) >> JP_SLICE_SHIFT != 0)
+			q = b;
+	}
+	*ok = q != NULL;
+	ok[1] = !free_is_fast(p);	/* p's slice: through the profile */
+	ok[2] = q != NULL && free_is_fast(q);
+	ok[6] = 1;
+	for (unsigned i = 0; i < n; i++)	/* in p's slice: from p up */
+		if (((uintptr_t)blk[i] ^ (uintptr_t)p) >> JP_SLICE_SHIFT == 0 &&
+		    free_is_fast(blk[i]) != ((uintptr_t)blk[i] < (uintptr_t)p))
+			ok[6] = 0;
+	for (unsigned i = 0; i < n; i++)
+		jp_free(blk[i]);
+	ok[3] = jp__prof_nlive() == live0 + 1;	/* q was not p */
+	jp_free(p);
+	ok[4] = jp__prof_nlive() == live0;
+	ok[5] = free_is_fast(p) || jp__span_of((uintptr_t)p)->used == 0;
+	return NULL;
+}
+
+static void test_sampled_slice(void)
+{
+	int ok[7] = { 0 };
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, sampled_slice, ok), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_join(t, NULL), 0);
+	CU_ASSERT(ok[0]);	/* the setting up worked */
+	CU_ASSERT(ok[1]);	/* the sampled block's slice is slow */
+	CU_ASSERT(ok[2]);	/* the other slice of its span is fast */
+	CU_ASSERT(ok[6]);	/* in its slice, the blocks from it up are slow */
+	CU_ASSERT(ok[3]);	/* its free left the samples alone */
+	CU_ASSERT(ok[4]);	/* the sampled block's free dropped its sample */
+	CU_ASSERT(ok[5]);	/* and made its slice fast again */
+}
+
 static CU_TestInfo prof_tests[] = {
 	{ "-ln(u) without libm is exact to 1e-6", test_exp1 },
 	{ "intervals are exponential with the rate as mean", test_interval_mean },
 	{ "blocks handed out stay exact with the counts armed", test_counts_exact },
+	{ "only the sampled block's slice frees through the profile", test_sampled_slice },
 	CU_TEST_INFO_NULL,
 };
 
