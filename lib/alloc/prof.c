@@ -144,13 +144,15 @@ void jp__prof_bin_arm(struct jp_bin *b, uint32_t cls)
 
 /* ---- live samples --------------------------------------------------- */
 
-/* 2^17 slots of 16 bytes, at most half of them used: 64Ki live samples,
- * 32 GiB in use at the default rate.  Written at once when first mapped
- * (2 MiB), so that a sample does not take two page faults (the zero
- * page's read, then its copy) on the way. */
-#define LIVE_BITS	17
-#define LIVE_SLOTS	((size_t)1 << LIVE_BITS)
-#define LIVE_MAX	(LIVE_SLOTS / 2)	/* beyond: samples are dropped */
+/* The live samples' table: open addressing, at most half full, from
+ * 2^10 slots of 16 bytes (16 KiB: a program that holds a few hundred
+ * samples probes memory that stays in cache) doubling up to 2^17 (2 MiB:
+ * 64Ki live samples, 32 GiB in use at the default rate).  Each table is
+ * written at once when mapped, so that a sample does not take two page
+ * faults (the zero page's read, then its copy) on the way. */
+#define LIVE_BITS_MIN	10
+#define LIVE_BITS_MAX	17
+#define LIVE_MAX	((size_t)1 << (LIVE_BITS_MAX - 1))	/* beyond: samples are dropped */
 #define NSTACKS		16385		/* the depot's ids, 0 = no stack */
 
 struct live {
@@ -166,6 +168,7 @@ struct stack_total {
 
 /* Under jp__prof_lock. */
 static struct live *live;
+static unsigned live_bits;	/* live has 2^live_bits slots */
 static struct stack_total *totals;
 static size_t nlive;
 static uint64_t dropped;
@@ -175,25 +178,61 @@ static struct stack_total all;
 static uint64_t est_inuse, est_last;
 static _Atomic unsigned prof_seq;
 
-static bool tables(void)
+/* n bytes of fresh memory, each page written once (see above). */
+static void *map_written(size_t n)
 {
 	void *m;
 
-	if (live != NULL)
-		return true;
-	if (jp__os_map(&m, LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals) != 0)
-		return false;
-	for (size_t off = 0; off < LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals;
-	     off += 4096)
+	if (jp__os_map(&m, n) != 0)
+		return NULL;
+	for (size_t off = 0; off < n; off += 4096)
 		((volatile char *)m)[off] = 0;
-	live = m;
-	totals = (struct stack_total *)(live + LIVE_SLOTS);
-	return true;
+	return m;
 }
 
 static size_t slot_of(uintptr_t a)
 {
-	return (size_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - LIVE_BITS));
+	return (size_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - live_bits));
+}
+
+static size_t slot_next(size_t i)
+{
+	return (i + 1) & (((size_t)1 << live_bits) - 1);
+}
+
+/* A free slot for a, which is not in the table. */
+static size_t slot_free(uintptr_t a)
+{
+	size_t i;
+
+	for (i = slot_of(a); live[i].addr != 0; i = slot_next(i))
+		;
+	return i;
+}
+
+/* Room for one more live sample: the tables mapped, the live one grown
+ * to keep it at most half full.  False when there is none. */
+static bool tables(void)
+{
+	struct live *old = live;
+	size_t nold = (size_t)1 << live_bits;
+	unsigned bits = live_bits == 0 ? LIVE_BITS_MIN : live_bits + 1;
+
+	if (totals == NULL && (totals = map_written(NSTACKS * sizeof *totals)) == NULL)
+		return false;
+	if (live != NULL && nlive < nold / 2)
+		return true;
+	if (nlive >= LIVE_MAX || (live = map_written(sizeof *live << bits)) == NULL) {
+		live = old;
+		return false;
+	}
+	live_bits = bits;
+	for (size_t i = 0; old != NULL && i < nold; i++)
+		if (old[i].addr != 0)
+			live[slot_free((uintptr_t)old[i].addr)] = old[i];
+	if (old != NULL)
+		(void)jp__os_unmap(old, nold * sizeof *old);
+	return true;
 }
 
 static uint64_t estimate(uint64_t size)
@@ -209,7 +248,7 @@ static uint64_t live_remove(uintptr_t a)
 
 	if (live == NULL || nlive == 0)
 		return 0;
-	for (i = slot_of(a); live[i].addr != a; i = (i + 1) & (LIVE_SLOTS - 1))
+	for (i = slot_of(a); live[i].addr != a; i = slot_next(i))
 		if (live[i].addr == 0)
 			return 0;
 	size = (uint64_t)live[i].size16 * 16;
@@ -220,7 +259,7 @@ static uint64_t live_remove(uintptr_t a)
 	est_inuse -= estimate(size);
 	nlive--;
 	/* Backward shift: no tombstones. */
-	for (j = (i + 1) & (LIVE_SLOTS - 1); live[j].addr != 0; j = (j + 1) & (LIVE_SLOTS - 1)) {
+	for (j = slot_next(i); live[j].addr != 0; j = slot_next(j)) {
 		size_t home = slot_of(live[j].addr);
 
 		/* j's entry may move to i when its home is not in (i, j]. */
@@ -256,13 +295,12 @@ static bool record(void *p, uint64_t size, struct jp_span *s)
 	size_t i;
 
 	jp__lock(&jp__prof_lock);
-	if (!tables() || nlive >= LIVE_MAX) {
+	if (!tables()) {
 		dropped++;
 		jp__unlock(&jp__prof_lock);
 		return false;
 	}
-	for (i = slot_of((uintptr_t)p); live[i].addr != 0; i = (i + 1) & (LIVE_SLOTS - 1))
-		;
+	i = slot_free((uintptr_t)p);
 	if (size > (uint64_t)UINT32_MAX * 16)
 		size = (uint64_t)UINT32_MAX * 16;
 	size = (size + 15) & ~(uint64_t)15;

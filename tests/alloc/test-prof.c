@@ -190,11 +190,49 @@ static void test_sampled_slice(void)
 	CU_ASSERT(ok[5]);	/* and made its slice fast again */
 }
 
+enum { MANY = 3000 };
+
+/* Every block sampled (rate 1): the table of live samples grows from its
+ * 1024 slots past 4096 with every sample found again at its free. */
+static void *many_samples(void *arg)
+{
+	static void *blk[MANY];
+	size_t live0 = jp__prof_nlive();
+	int *ok = arg;
+
+	ok[0] = ok[1] = 1;
+	for (unsigned i = 0; i < MANY; i++)
+		if ((blk[i] = jp_alloc(64)) == NULL)
+			ok[0] = 0;
+	ok[0] = ok[0] && jp__prof_nlive() == live0 + MANY;
+	/* In another order than they came (each slot moved by the shifts
+	 * of others' removals). */
+	for (unsigned i = 0; i < MANY; i++)
+		jp_free(blk[(i * 7) % MANY]);
+	ok[1] = jp__prof_nlive() == live0;
+	return NULL;
+}
+
+static void test_many_samples(void)
+{
+	const uint64_t rate = jp__settings.prof_rate;
+	int ok[2] = { 0 };
+	pthread_t t;
+
+	jp__settings_w.prof_rate = 1;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, many_samples, ok), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_join(t, NULL), 0);
+	jp__settings_w.prof_rate = rate;
+	CU_ASSERT(ok[0]);	/* every block is a live sample */
+	CU_ASSERT(ok[1]);	/* and every free dropped its own */
+}
+
 static CU_TestInfo prof_tests[] = {
 	{ "-ln(u) without libm is exact to 1e-6", test_exp1 },
 	{ "intervals are exponential with the rate as mean", test_interval_mean },
 	{ "blocks handed out stay exact with the counts armed", test_counts_exact },
 	{ "only the sampled block's slice frees through the profile", test_sampled_slice },
+	{ "the live samples' table grows and keeps every sample", test_many_samples },
 	CU_TEST_INFO_NULL,
 };
 
