@@ -36,8 +36,8 @@
  * span, with the limit in the fast-path copy of the slice the block
  * starts in, so while a slice holds sampled blocks its limit is the
  * product of the lowest of them: the frees of that block and of those
- * above it in that slice take the slow path (free_slow in alloc.c), the
- * rest of the span stays on the fast path.  free_slow asks here (the
+ * above it in that slice take the slow path (free_generic in alloc.c), the
+ * rest of the span stays on the fast path.  free_generic asks here (the
  * span's own limit still says what is a block) when the block's bit is
  * set in the span's 64-bit filter of sampled addresses, a lock and a
  * look-up for one free in 64 at most of those that are not sampled, and

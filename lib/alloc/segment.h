@@ -100,7 +100,7 @@ struct jp_span {
 				 * under its lock) */
 	/* A filter of those blocks' addresses (jp__prof_bit): a free whose
 	 * bit is clear is not sampled.  Set under the profile's lock,
-	 * cleared with the last sample; read relaxed by free_slow. */
+	 * cleared with the last sample; read relaxed by free_generic. */
 	uint64_t sampled_mask;
 };
 
