@@ -276,6 +276,67 @@ static void test_many_samples(void)
 	CU_ASSERT(ok[1]);	/* and every free dropped its own */
 }
 
+enum { SWAP_N = 2000 };
+
+struct swap {
+	void *blk[2][SWAP_N];
+	unsigned id;
+	int failed;
+};
+
+/* Thread id allocates into blk[id]: many samples (the rate is 64 bytes),
+ * recorded by both threads at once. */
+static void *swap_alloc(void *arg)
+{
+	struct swap *sw = arg;
+	unsigned id = __atomic_fetch_add(&sw->id, 1, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < SWAP_N; i++)
+		if ((sw->blk[id][i] = jp_alloc(16 + (i % 64) * 16)) == NULL)
+			__atomic_store_n(&sw->failed, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Thread id frees the other's blocks: sampled blocks freed on a thread
+ * that did not record them, both threads at once. */
+static void *swap_free(void *arg)
+{
+	struct swap *sw = arg;
+	unsigned id = __atomic_fetch_add(&sw->id, 1, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < SWAP_N; i++)
+		jp_free(sw->blk[1 - id][i]);
+	return NULL;
+}
+
+static void run_pair(void *(*fn)(void *), struct swap *sw)
+{
+	pthread_t t[2];
+
+	sw->id = 0;
+	for (unsigned k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[k], NULL, fn, sw), 0);
+	for (unsigned k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL_FATAL(pthread_join(t[k], NULL), 0);
+}
+
+/* Samples recorded on two threads at once and freed, at once, on the
+ * other one: every one is dropped. */
+static void test_samples_across_threads(void)
+{
+	static struct swap sw;
+	const uint64_t rate = jp__settings.prof_rate;
+	size_t live0 = jp__prof_nlive();
+
+	jp__settings_w.prof_rate = 64;
+	run_pair(swap_alloc, &sw);
+	jp__settings_w.prof_rate = rate;
+	CU_ASSERT_FATAL(!sw.failed);
+	CU_ASSERT(jp__prof_nlive() > live0 + SWAP_N / 4);
+	run_pair(swap_free, &sw);
+	CU_ASSERT_EQUAL(jp__prof_nlive(), live0);
+}
+
 static CU_TestInfo prof_tests[] = {
 	{ "-ln(u) without libm is exact to 1e-6", test_exp1 },
 	{ "-ln(u) is within 1e-8 everywhere", test_exp1_sweep },
@@ -283,6 +344,7 @@ static CU_TestInfo prof_tests[] = {
 	{ "blocks handed out stay exact with the counts armed", test_counts_exact },
 	{ "only the sampled block's slice frees through the profile", test_sampled_slice },
 	{ "the live samples' table grows and keeps every sample", test_many_samples },
+	{ "samples recorded and freed on other threads", test_samples_across_threads },
 	CU_TEST_INFO_NULL,
 };
 
