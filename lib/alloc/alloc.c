@@ -226,22 +226,50 @@ JP_EXPORT int jp_posix_memalign(void **memptr, size_t alignment, size_t size)
 
 /* ---- free ----------------------------------------------------------- */
 
-/* free_generic without NULL and errno. */
-static void free_slow(void *p)
+/* Push p on this thread's bin at binoff when the bin has room, as the
+ * fast path does; false when it has none (or the thread has no heap yet,
+ * or its bins are off). */
+static inline bool bin_push(void *p, uint32_t binoff)
+{
+	struct jp_bin *b = (struct jp_bin *)((char *)jp__tls_heap + binoff);
+
+	if (jp_likely(JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) != 0)) {
+		((void **)p)[0] = b->head;
+		((uintptr_t *)p)[1] = jp__settings.key;
+		b->head = p;
+		JP_CNT_ADD(b->cn, -(uint64_t)1);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Everything but a valid small block whose bin has room; and misuse.
+ * errno is kept, as POSIX.1-2024 asks of free: what free does below may call
+ * munmap, madvise or mmap (a span's or a huge block's pages given back,
+ * check mode's quarantine), and a failure of one of those is no failure of
+ * free; the profile's lock may wait on a futex.  Saved around those calls
+ * only: the blocks the heap profile sends here only to be pushed (prof.c)
+ * make no system call, as on the fast path.
+ */
+static JP_NOINLINE void free_generic(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct jp_huge *hg;
-	unsigned r;
+	int saved;
 
+	if (p == NULL)
+		return;
 	tsan_put(p);
 	if (jp__settings.check) {
+		saved = errno;
 		jp__check_free(p);
+		errno = saved;
 		return;
 	}
 	if ((a >> JP_SEG_SHIFT) >= JP_REG_N)
 		jp__die_ptr("invalid free", p);
-	r = jp__reg_get(a);
-	if (r == JP_REG_SMALL) {
+	if (jp__reg_get(a) == JP_REG_SMALL) {
 		struct jp_span *s;
 
 		jp__segment_checked(a);
@@ -251,11 +279,20 @@ static void free_slow(void *p)
 		if (((uintptr_t *)p)[1] == jp__settings.key &&
 		    jp__block_is_free(jp__tls_heap, p, s))
 			jp__die_ptr("double free", p);
-		/* A span with sampled blocks sends its frees here (prof.c). */
+		/* Those are mostly blocks the fast path would have pushed,
+		 * sent here by a sampled block of their slice (prof.c): its
+		 * push, when the bin has room. */
 		if (jp__settings.prof && (__atomic_load_n(&s->sampled_mask, __ATOMIC_RELAXED) &
-				    jp__prof_bit(a)) != 0)
+				    jp__prof_bit(a)) != 0) {
+			saved = errno;
 			jp__prof_free(p, s);
+			errno = saved;
+		}
+		if (bin_push(p, s->binoff))
+			return;
+		saved = errno;
 		jp__free_block(jp__heap_get(), p, s);
+		errno = saved;
 		return;
 	}
 	hg = jp__huge_of(p);
@@ -263,26 +300,10 @@ static void free_slow(void *p)
 		jp__die_ptr("invalid free", p);
 	if (jp__settings.vg)
 		JP_VG_FREELIKE(p);
+	saved = errno;
 	if (hg->sampled)
 		jp__prof_free(p, NULL);
 	jp__huge_free(hg);
-}
-
-/*
- * Everything but a valid small block whose bin has room; and misuse.
- * errno is kept, as POSIX.1-2024 asks of free: what free does below may call
- * munmap, madvise or mmap (a span's or a huge block's pages given back,
- * check mode's quarantine), and a failure of one of those is no failure of
- * free.  Here only: the fast path makes no system call.
- */
-static JP_NOINLINE void free_generic(void *p)
-{
-	int saved;
-
-	if (p == NULL)
-		return;
-	saved = errno;
-	free_slow(p);
 	errno = saved;
 }
 
@@ -318,18 +339,8 @@ static inline bool free_fast(void *p, size_t size, const bool sized)
 
 		if (jp_likely(jp__slice_block_test(sl, a) &&
 			      (!sized || size <= sl->bsize) &&
-			      ((uintptr_t *)p)[1] != jp__settings.key)) {
-			struct jp_bin *b = (struct jp_bin *)
-				((char *)jp__tls_heap + sl->binoff);
-
-			if (jp_likely(JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) != 0)) {
-				((void **)p)[0] = b->head;
-				((uintptr_t *)p)[1] = jp__settings.key;
-				b->head = p;
-				JP_CNT_ADD(b->cn, -(uint64_t)1);
-				return true;
-			}
-		}
+			      ((uintptr_t *)p)[1] != jp__settings.key))
+			return bin_push(p, sl->binoff);
 	}
 	return false;
 }

@@ -19,11 +19,7 @@
  * is the exact number handed out, modulo 2^64, at every step.  A huge
  * block (above the largest class) is counted down in bytes per thread.
  *
- * E = -ln(u), u uniform in (0, 1], without libm: u = f * 2^-n with f in
- * [1, 2) (n from the count of leading zeros), ln u = ln f - n ln 2, and
- * ln f by the series of 2 atanh((f - 1) / (f + 1)) to its 11th power
- * (error under 2e-7, far below the sampling noise; no branch, no table).
- * The uniform comes from a per-thread xorshift64* generator.
+ * The draws (E, the countdowns, the arming) are prof_draw.c's.
  *
  * A sample records the block's address, its size class's size (what the
  * program holds, and what the probability above is of: jemalloc's
@@ -31,14 +27,20 @@
  * depot (base/stack.h), in a hash table of live samples, and adds to the
  * stack's totals: in use (until its free) and allocated (ever).
  *
- * Frees find their sample without a look-up on the fast path: while a
- * span holds a sampled block, the limit in its slices' fast-path copy is
- * 0, so every free in that span takes the slow path (free_slow in
- * alloc.c), which asks here (the span's own limit still says what is a
- * block) when the block's bit is set in the span's 64-bit filter of
- * sampled addresses: a lock and a look-up for one free in 64 at most of
- * those that are not sampled.  The span's count of sampled blocks puts the
- * limit back, and clears the filter, when the last one is freed.  A huge
+ * Frees find their sample without a look-up on the fast path: the fast
+ * path's block test (jp__is_block) compares k * e, for block k of the
+ * span, with the limit in the fast-path copy of the slice the block
+ * starts in, so while a slice holds sampled blocks its limit is the
+ * product of the lowest of them: the frees of that block and of those
+ * above it in that slice take the slow path (free_generic in alloc.c), the
+ * rest of the span stays on the fast path.  free_generic asks here (the
+ * span's own limit still says what is a block) when the block's bit is
+ * set in the span's 64-bit filter of sampled addresses, a lock and a
+ * look-up for one free in 64 at most of those that are not sampled, and
+ * pushes the others as the fast path does.  The slice's count of sampled
+ * blocks (in the segment header) puts its limit back when the last one is
+ * freed (until then a freed lowest one leaves the limit lower than it
+ * need be: slower, never wrong), the span's clears its filter.  A huge
  * block's header says whether it is sampled.
  *
  * The profile is gperftools' heap format, version 2 ("heap profile: ...
@@ -69,82 +71,21 @@
 
 struct jp__lock jp__prof_lock;
 
-/* ---- the sampler ---------------------------------------------------- */
-
-static __thread uint64_t prof_rng __attribute__((tls_model("initial-exec")));
 /* Bytes of huge blocks to allocate before the next sample (per thread);
  * 0: not drawn yet. */
 static __thread uint64_t prof_huge_left __attribute__((tls_model("initial-exec")));
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	if (x == 0)	/* seeded on first use: the key and this thread */
-		x = (jp__settings.key ^ (uintptr_t)s) * 0x9e3779b97f4a7c15ULL | 1;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
-
-double jp__prof_exp1(uint64_t r)
-{
-	/* u = r / 2^64 = f * 2^-(lz+1), f = the mantissa in [1, 2) */
-	unsigned lz;
-	double f, t, t2, lnf;
-
-	if (r == 0)
-		r = 1;
-	lz = (unsigned)__builtin_clzll(r);
-	f = (double)(r << lz) / 9223372036854775808.0;	/* 2^63 */
-	/* ln f = 2 atanh(t), t = (f - 1) / (f + 1) in [0, 1/3): the series
-	 * to t^11, whose first term left out is below 1.3e-7. */
-	t = (f - 1) / (f + 1);
-	t2 = t * t;
-	lnf = 2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 +
-	      t2 * (1.0 / 9 + t2 * (1.0 / 11))))));
-	/* -ln u = (lz + 1) ln 2 - ln f */
-	return ((double)lz + 1) * 0.69314718055994530942 - lnf;
-}
-
-uint64_t jp__prof_interval(uint64_t *state, uint64_t mean)
-{
-	double b = jp__prof_exp1(rng_next(state)) * (double)mean;
-
-	/* E is below 45 (u >= 2^-64): at most 45 GiB * 45 */
-	return (uint64_t)b + 1;
-}
-
-/* Blocks of class cls to hand out up to and including the next sample. */
-static uint64_t class_countdown(uint32_t cls)
-{
-	uint64_t k = jp__prof_interval(&prof_rng, jp__settings.prof_rate);
-
-	k = (k - 1) / jp__classes[cls].bsize + 1;
-	return k > ((uint64_t)1 << 40) ? (uint64_t)1 << 40 : k;
-}
-
-void jp__prof_bin_arm(struct jp_bin *b, uint32_t cls)
-{
-	uint64_t cn = JP_CNT_LOAD(b->cn);
-	uint64_t target = ((uint64_t)1 << 48) - class_countdown(cls);
-
-	/* nalloc_hi + count stays the same (modulo 2^64). */
-	JP_CNT_SET(b->nalloc_hi, JP_CNT_LOAD(b->nalloc_hi) - (target - JP_CN_NALLOC(cn)));
-	JP_CNT_SET(b->cn, JP_CN_CREDIT(cn) | target << 16);
-}
-
 /* ---- live samples --------------------------------------------------- */
 
-/* 2^17 slots of 16 bytes, at most half of them used: 64Ki live samples,
- * 32 GiB in use at the default rate.  Written at once when first mapped
- * (2 MiB), so that a sample does not take two page faults (the zero
- * page's read, then its copy) on the way. */
-#define LIVE_BITS	17
-#define LIVE_SLOTS	((size_t)1 << LIVE_BITS)
-#define LIVE_MAX	(LIVE_SLOTS / 2)	/* beyond: samples are dropped */
+/* The live samples' table: open addressing, at most half full, from
+ * 2^10 slots of 16 bytes (16 KiB: a program that holds a few hundred
+ * samples probes memory that stays in cache) doubling up to 2^17 (2 MiB:
+ * 64Ki live samples, 32 GiB in use at the default rate).  Each table is
+ * written at once when mapped, so that a sample does not take two page
+ * faults (the zero page's read, then its copy) on the way. */
+#define LIVE_BITS_MIN	10
+#define LIVE_BITS_MAX	17
+#define LIVE_MAX	((size_t)1 << (LIVE_BITS_MAX - 1))	/* beyond: samples are dropped */
 #define NSTACKS		16385		/* the depot's ids, 0 = no stack */
 
 struct live {
@@ -160,6 +101,7 @@ struct stack_total {
 
 /* Under jp__prof_lock. */
 static struct live *live;
+static unsigned live_bits;	/* live has 2^live_bits slots */
 static struct stack_total *totals;
 static size_t nlive;
 static uint64_t dropped;
@@ -169,25 +111,61 @@ static struct stack_total all;
 static uint64_t est_inuse, est_last;
 static _Atomic unsigned prof_seq;
 
-static bool tables(void)
+/* n bytes of fresh memory, each page written once (see above). */
+static void *map_written(size_t n)
 {
 	void *m;
 
-	if (live != NULL)
-		return true;
-	if (jp__os_map(&m, LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals) != 0)
-		return false;
-	for (size_t off = 0; off < LIVE_SLOTS * sizeof *live + NSTACKS * sizeof *totals;
-	     off += 4096)
+	if (jp__os_map(&m, n) != 0)
+		return NULL;
+	for (size_t off = 0; off < n; off += 4096)
 		((volatile char *)m)[off] = 0;
-	live = m;
-	totals = (struct stack_total *)(live + LIVE_SLOTS);
-	return true;
+	return m;
 }
 
 static size_t slot_of(uintptr_t a)
 {
-	return (size_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - LIVE_BITS));
+	return (size_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - live_bits));
+}
+
+static size_t slot_next(size_t i)
+{
+	return (i + 1) & (((size_t)1 << live_bits) - 1);
+}
+
+/* A free slot for a, which is not in the table. */
+static size_t slot_free(uintptr_t a)
+{
+	size_t i;
+
+	for (i = slot_of(a); live[i].addr != 0; i = slot_next(i))
+		;
+	return i;
+}
+
+/* Room for one more live sample: the tables mapped, the live one grown
+ * to keep it at most half full.  False when there is none. */
+static bool tables(void)
+{
+	struct live *old = live;
+	size_t nold = (size_t)1 << live_bits;
+	unsigned bits = live_bits == 0 ? LIVE_BITS_MIN : live_bits + 1;
+
+	if (totals == NULL && (totals = map_written(NSTACKS * sizeof *totals)) == NULL)
+		return false;
+	if (live != NULL && nlive < nold / 2)
+		return true;
+	if (nlive >= LIVE_MAX || (live = map_written(sizeof *live << bits)) == NULL) {
+		live = old;
+		return false;
+	}
+	live_bits = bits;
+	for (size_t i = 0; old != NULL && i < nold; i++)
+		if (old[i].addr != 0)
+			live[slot_free((uintptr_t)old[i].addr)] = old[i];
+	if (old != NULL)
+		(void)jp__os_unmap(old, nold * sizeof *old);
+	return true;
 }
 
 static uint64_t estimate(uint64_t size)
@@ -203,7 +181,7 @@ static uint64_t live_remove(uintptr_t a)
 
 	if (live == NULL || nlive == 0)
 		return 0;
-	for (i = slot_of(a); live[i].addr != a; i = (i + 1) & (LIVE_SLOTS - 1))
+	for (i = slot_of(a); live[i].addr != a; i = slot_next(i))
 		if (live[i].addr == 0)
 			return 0;
 	size = (uint64_t)live[i].size16 * 16;
@@ -214,7 +192,7 @@ static uint64_t live_remove(uintptr_t a)
 	est_inuse -= estimate(size);
 	nlive--;
 	/* Backward shift: no tombstones. */
-	for (j = (i + 1) & (LIVE_SLOTS - 1); live[j].addr != 0; j = (j + 1) & (LIVE_SLOTS - 1)) {
+	for (j = slot_next(i); live[j].addr != 0; j = slot_next(j)) {
 		size_t home = slot_of(live[j].addr);
 
 		/* j's entry may move to i when its home is not in (i, j]. */
@@ -225,6 +203,16 @@ static uint64_t live_remove(uintptr_t a)
 	}
 	live[i].addr = 0;
 	return size;
+}
+
+size_t jp__prof_nlive(void)
+{
+	size_t n;
+
+	jp__lock(&jp__prof_lock);
+	n = nlive;
+	jp__unlock(&jp__prof_lock);
+	return n;
 }
 
 static void write_interval(void);
@@ -240,13 +228,12 @@ static bool record(void *p, uint64_t size, struct jp_span *s)
 	size_t i;
 
 	jp__lock(&jp__prof_lock);
-	if (!tables() || nlive >= LIVE_MAX) {
+	if (!tables()) {
 		dropped++;
 		jp__unlock(&jp__prof_lock);
 		return false;
 	}
-	for (i = slot_of((uintptr_t)p); live[i].addr != 0; i = (i + 1) & (LIVE_SLOTS - 1))
-		;
+	i = slot_free((uintptr_t)p);
 	if (size > (uint64_t)UINT32_MAX * 16)
 		size = (uint64_t)UINT32_MAX * 16;
 	size = (size + 15) & ~(uint64_t)15;
@@ -261,15 +248,21 @@ static bool record(void *p, uint64_t size, struct jp_span *s)
 	all.alloc_n++;
 	all.alloc_b += size;
 	est_inuse += estimate(size);
-	if (s != NULL)
+	if (s != NULL) {
+		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)p & ~(uintptr_t)JP_SEG_MASK);
+		unsigned k = ((uintptr_t)p >> JP_SLICE_SHIFT) & (JP_NSLICES - 1);
+		/* p's product in the block test (jp__is_block), k * e for
+		 * block k of the span: as the limit of p's slice, it sends
+		 * the frees of p and of the blocks above it there to the slow
+		 * path (see the top); those below, and the span's other
+		 * slices, stay fast. */
+		uint64_t m = ((uintptr_t)p + s->nstart) * s->divc;
+
 		__atomic_store_n(&s->sampled_mask, s->sampled_mask | jp__prof_bit((uintptr_t)p),
 				 __ATOMIC_RELAXED);
-	if (s != NULL && __atomic_fetch_add(&s->nsampled, 1, __ATOMIC_RELAXED) == 0) {
-		/* Frees in this span take the slow path (see the top). */
-		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
-
-		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
-			__atomic_store_n(&seg->slices[k].limit, 0, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->nsampled, 1, __ATOMIC_RELAXED);
+		if (seg->prof_nsampled[k]++ == 0 || m < seg->slices[k].limit)
+			__atomic_store_n(&seg->slices[k].limit, m, __ATOMIC_RELAXED);
 	}
 	if (jp__settings.prof_interval != 0 && est_inuse >= est_last + jp__settings.prof_interval) {
 		est_last = est_inuse;
@@ -301,29 +294,30 @@ bool jp__prof_huge(void *p, uint64_t usable)
 	uint64_t left = prof_huge_left;
 
 	if (left == 0)
-		left = jp__prof_interval(&prof_rng, jp__settings.prof_rate);
+		left = jp__prof_draw();
 	if (left > usable) {
 		prof_huge_left = left - usable;
 		return false;
 	}
 	/* Crossed: p is sampled; the next interval starts after it. */
-	prof_huge_left = jp__prof_interval(&prof_rng, jp__settings.prof_rate);
+	prof_huge_left = jp__prof_draw();
 	return record(p, usable, NULL);
 }
 
 void jp__prof_free(void *p, struct jp_span *s)
 {
 	jp__lock(&jp__prof_lock);
-	if (live_remove((uintptr_t)p) != 0 && s != NULL &&
-	    __atomic_sub_fetch(&s->nsampled, 1, __ATOMIC_RELAXED) == 0) {
-		/* The last sample of the span: its frees may be fast again.
-		 * (Before the block goes back: the span cannot be released
-		 * and published anew meanwhile.) */
-		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)s & ~(uintptr_t)JP_SEG_MASK);
+	if (live_remove((uintptr_t)p) != 0 && s != NULL) {
+		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)p & ~(uintptr_t)JP_SEG_MASK);
+		unsigned k = ((uintptr_t)p >> JP_SLICE_SHIFT) & (JP_NSLICES - 1);
 
-		for (unsigned k = s->slice; k < (unsigned)s->slice + s->nslices; k++)
+		/* The last sample of its slice: the slice's frees may be fast
+		 * again.  (Before the block goes back: the span cannot be
+		 * released and published anew meanwhile.) */
+		if (--seg->prof_nsampled[k] == 0)
 			__atomic_store_n(&seg->slices[k].limit, s->limit, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->sampled_mask, 0, __ATOMIC_RELAXED);
+		if (__atomic_sub_fetch(&s->nsampled, 1, __ATOMIC_RELAXED) == 0)
+			__atomic_store_n(&s->sampled_mask, 0, __ATOMIC_RELAXED);
 	}
 	jp__unlock(&jp__prof_lock);
 }

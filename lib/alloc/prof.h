@@ -40,6 +40,10 @@ void jp__prof_on_signal(void);
  * of mean bytes drawn from the generator state. */
 double jp__prof_exp1(uint64_t r);
 uint64_t jp__prof_interval(uint64_t *state, uint64_t mean);
+/* An interval of the rate's mean, from this thread's generator. */
+uint64_t jp__prof_draw(void);
+/* The samples live now, for the unit test. */
+size_t jp__prof_nlive(void);
 
 #pragma GCC visibility pop
 

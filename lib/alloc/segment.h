@@ -100,7 +100,7 @@ struct jp_span {
 				 * under its lock) */
 	/* A filter of those blocks' addresses (jp__prof_bit): a free whose
 	 * bit is clear is not sampled.  Set under the profile's lock,
-	 * cleared with the last sample; read relaxed by free_slow. */
+	 * cleared with the last sample; read relaxed by free_generic. */
 	uint64_t sampled_mask;
 };
 
@@ -133,6 +133,10 @@ struct jp_segment {
 	/* The span of each slice (a dummy for free slices and the header). */
 	struct jp_span *slice_span[JP_NSLICES];
 	struct jp_slice slices[JP_NSLICES];	/* the same, for jp_free */
+	/* Sampled blocks (heap profile) that start in each slice: while
+	 * not 0, the slice's limit is 0 and its frees take the slow path
+	 * (prof.c; under the profile's lock). */
+	uint16_t prof_nsampled[JP_NSLICES];
 	struct jp_span spans[JP_NSLICES];
 };
 

@@ -1,10 +1,14 @@
 /*
  * test-prof.c - the heap profile's sampler (white-box: links the core
  * library): -ln(u) without libm, the mean of its intervals, and the
- * statistics' counts kept exact while the profile arms the bins' counts.
+ * statistics' counts kept exact while the profile arms the bins' counts,
+ * and which frees a sampled block sends through the profile.
  */
 #include "alloc/alloc_init.h"
 #include "alloc/prof.h"
+#include "alloc/segment.h"
+#include "alloc/sizeclass.h"
+#include "alloc/tcache.h"
 #include "testutil.h"
 
 #include <CUnit/CUnit.h>
@@ -31,6 +35,55 @@ static void test_exp1(void)
 	CU_ASSERT(dabs(jp__prof_exp1((uint64_t)3 << 62) - 0.28768207245178) < 1e-6);
 	/* u = 0.1 (r rounded): 2.302585 */
 	CU_ASSERT(dabs(jp__prof_exp1(1844674407370955162ULL) - 2.302585092994) < 1e-6);
+}
+
+/* -ln(r / 2^64) the slow way: ln of the mantissa by the series of
+ * 2 atanh((f - 1) / (f + 1)) to its 41st power, in long double. */
+static long double ln_ref(uint64_t r)
+{
+	int e = 0;
+	long double f = (long double)r, t, t2, term, sum = 0;
+
+	while (f >= 2) {
+		f /= 2;
+		e++;
+	}
+	t = (f - 1) / (f + 1);
+	t2 = t * t;
+	term = t;
+	for (int k = 1; k <= 41; k += 2) {
+		sum += term / k;
+		term *= t2;
+	}
+	return (64 - e) * (long double)LN2 - 2 * sum;
+}
+
+/* Everywhere (a fixed stream of 2^18 values and every power of two): the
+ * table and cubic within 1e-8 of the slow way. */
+static void test_exp1_sweep(void)
+{
+	uint64_t x = 88172645463325252ULL;
+	double worst = 0;
+
+	for (unsigned i = 0; i < (1u << 18) + 64; i++) {
+		uint64_t r;
+		double d;
+
+		if (i < 64)
+			r = (uint64_t)1 << i;
+		else {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			r = x >> (x & 63);	/* every magnitude */
+		}
+		if (r == 0)
+			continue;
+		d = dabs((double)(jp__prof_exp1(r) - ln_ref(r)));
+		if (d > worst)
+			worst = d;
+	}
+	CU_ASSERT(worst < 1e-8);
 }
 
 /*
@@ -99,10 +152,199 @@ static void test_counts_exact(void)
 	CU_ASSERT_EQUAL(b.allocs - a.allocs, N);
 }
 
+/* Whether a free of p takes jp_free's fast path (which never calls the
+ * profile): its slice's view says p is a block. */
+static bool free_is_fast(void *p)
+{
+	return jp__slice_block_test(jp__slice_of((uintptr_t)p), (uintptr_t)p);
+}
+
+enum { SPAN_BLOCKS = 64 };
+
+/*
+ * A block sampled in a span of several slices (16 KiB blocks: 2 slices
+ * of 4 blocks) sends only the frees of its own slice, from it up,
+ * through the profile: a block of the same span in the other slice is
+ * freed on the fast path and the samples stay as they were; the sampled
+ * block's free drops its sample, and its slice is fast again.  (In a
+ * thread of its own: the test arms its bin by hand, with the rate
+ * changed meanwhile.)
+ */
+static void *sampled_slice(void *arg)
+{
+	const uint64_t rate = jp__settings.prof_rate;
+	uint32_t cls = jp__size_class(16384);
+	void *blk[SPAN_BLOCKS], *p, *q = NULL;
+	size_t live0;
+	unsigned n = 0;
+	int *ok = arg;
+
+	/* This thread's heap, armed for no sample for a long while, and
+	 * blocks of the span below p. */
+	jp__settings_w.prof_rate = (uint64_t)1 << 40;
+	while (n < 2 && (blk[n] = jp_alloc(16384)) != NULL)
+		n++;
+	/* The next block of the class is sampled (rate 1: every block),
+	 * then none for a long while. */
+	jp__settings_w.prof_rate = 1;
+	jp__prof_bin_arm(&jp__tls_heap->bins[cls], cls);
+	live0 = jp__prof_nlive();
+	p = jp_alloc(16384);
+	jp__settings_w.prof_rate = (uint64_t)1 << 40;
+	jp__prof_bin_arm(&jp__tls_heap->bins[cls], cls);
+	jp__settings_w.prof_rate = rate;
+	if (p == NULL || jp__prof_nlive() != live0 + 1 || jp__classes[cls].nslices < 2)
+		return NULL;
+	/* A block of p's span that starts in another slice. */
+	while (q == NULL && n < SPAN_BLOCKS) {
+		void *b = jp_alloc(16384);
+
+		if (b == NULL)
+			break;
+		blk[n++] = b;
+		if (jp__span_of((uintptr_t)b) == jp__span_of((uintptr_t)p) &&
+		    ((uintptr_t)b ^ (uintptr_t)p) >> JP_SLICE_SHIFT != 0)
+			q = b;
+	}
+	*ok = q != NULL;
+	ok[1] = !free_is_fast(p);	/* p's slice: through the profile */
+	ok[2] = q != NULL && free_is_fast(q);
+	ok[6] = 1;
+	for (unsigned i = 0; i < n; i++)	/* in p's slice: from p up */
+		if (((uintptr_t)blk[i] ^ (uintptr_t)p) >> JP_SLICE_SHIFT == 0 &&
+		    free_is_fast(blk[i]) != ((uintptr_t)blk[i] < (uintptr_t)p))
+			ok[6] = 0;
+	for (unsigned i = 0; i < n; i++)
+		jp_free(blk[i]);
+	ok[3] = jp__prof_nlive() == live0 + 1;	/* q was not p */
+	jp_free(p);
+	ok[4] = jp__prof_nlive() == live0;
+	ok[5] = free_is_fast(p) || jp__span_of((uintptr_t)p)->used == 0;
+	return NULL;
+}
+
+static void test_sampled_slice(void)
+{
+	int ok[7] = { 0 };
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, sampled_slice, ok), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_join(t, NULL), 0);
+	CU_ASSERT(ok[0]);	/* the setting up worked */
+	CU_ASSERT(ok[1]);	/* the sampled block's slice is slow */
+	CU_ASSERT(ok[2]);	/* the other slice of its span is fast */
+	CU_ASSERT(ok[6]);	/* in its slice, the blocks from it up are slow */
+	CU_ASSERT(ok[3]);	/* its free left the samples alone */
+	CU_ASSERT(ok[4]);	/* the sampled block's free dropped its sample */
+	CU_ASSERT(ok[5]);	/* and made its slice fast again */
+}
+
+enum { MANY = 3000 };
+
+/* Every block sampled (rate 1): the table of live samples grows from its
+ * 1024 slots past 4096 with every sample found again at its free. */
+static void *many_samples(void *arg)
+{
+	static void *blk[MANY];
+	size_t live0 = jp__prof_nlive();
+	int *ok = arg;
+
+	ok[0] = ok[1] = 1;
+	for (unsigned i = 0; i < MANY; i++)
+		if ((blk[i] = jp_alloc(64)) == NULL)
+			ok[0] = 0;
+	ok[0] = ok[0] && jp__prof_nlive() == live0 + MANY;
+	/* In another order than they came (each slot moved by the shifts
+	 * of others' removals). */
+	for (unsigned i = 0; i < MANY; i++)
+		jp_free(blk[(i * 7) % MANY]);
+	ok[1] = jp__prof_nlive() == live0;
+	return NULL;
+}
+
+static void test_many_samples(void)
+{
+	const uint64_t rate = jp__settings.prof_rate;
+	int ok[2] = { 0 };
+	pthread_t t;
+
+	jp__settings_w.prof_rate = 1;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, many_samples, ok), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_join(t, NULL), 0);
+	jp__settings_w.prof_rate = rate;
+	CU_ASSERT(ok[0]);	/* every block is a live sample */
+	CU_ASSERT(ok[1]);	/* and every free dropped its own */
+}
+
+enum { SWAP_N = 2000 };
+
+struct swap {
+	void *blk[2][SWAP_N];
+	unsigned id;
+	int failed;
+};
+
+/* Thread id allocates into blk[id]: many samples (the rate is 64 bytes),
+ * recorded by both threads at once. */
+static void *swap_alloc(void *arg)
+{
+	struct swap *sw = arg;
+	unsigned id = __atomic_fetch_add(&sw->id, 1, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < SWAP_N; i++)
+		if ((sw->blk[id][i] = jp_alloc(16 + (i % 64) * 16)) == NULL)
+			__atomic_store_n(&sw->failed, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Thread id frees the other's blocks: sampled blocks freed on a thread
+ * that did not record them, both threads at once. */
+static void *swap_free(void *arg)
+{
+	struct swap *sw = arg;
+	unsigned id = __atomic_fetch_add(&sw->id, 1, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < SWAP_N; i++)
+		jp_free(sw->blk[1 - id][i]);
+	return NULL;
+}
+
+static void run_pair(void *(*fn)(void *), struct swap *sw)
+{
+	pthread_t t[2];
+
+	sw->id = 0;
+	for (unsigned k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[k], NULL, fn, sw), 0);
+	for (unsigned k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL_FATAL(pthread_join(t[k], NULL), 0);
+}
+
+/* Samples recorded on two threads at once and freed, at once, on the
+ * other one: every one is dropped. */
+static void test_samples_across_threads(void)
+{
+	static struct swap sw;
+	const uint64_t rate = jp__settings.prof_rate;
+	size_t live0 = jp__prof_nlive();
+
+	jp__settings_w.prof_rate = 64;
+	run_pair(swap_alloc, &sw);
+	jp__settings_w.prof_rate = rate;
+	CU_ASSERT_FATAL(!sw.failed);
+	CU_ASSERT(jp__prof_nlive() > live0 + SWAP_N / 4);
+	run_pair(swap_free, &sw);
+	CU_ASSERT_EQUAL(jp__prof_nlive(), live0);
+}
+
 static CU_TestInfo prof_tests[] = {
 	{ "-ln(u) without libm is exact to 1e-6", test_exp1 },
+	{ "-ln(u) is within 1e-8 everywhere", test_exp1_sweep },
 	{ "intervals are exponential with the rate as mean", test_interval_mean },
 	{ "blocks handed out stay exact with the counts armed", test_counts_exact },
+	{ "only the sampled block's slice frees through the profile", test_sampled_slice },
+	{ "the live samples' table grows and keeps every sample", test_many_samples },
+	{ "samples recorded and freed on other threads", test_samples_across_threads },
 	CU_TEST_INFO_NULL,
 };
 
