@@ -90,9 +90,26 @@ static size_t huge_offset(size_t align)
 	return align <= JP_HUGE_HDR ? JP_HUGE_HDR : align;
 }
 
-void *jp__huge_alloc(size_t size, size_t align, bool zero)
+/* The bytes to map for a block of size at offset off, whole pages; 0 and
+ * ENOMEM when that is more than jp_alloc serves.  A 0-byte block still
+ * owns a byte: with off a page multiple (every alignment above a page),
+ * the mapping would end where the block begins, and the block's registry
+ * entry would land on whatever follows it. */
+static size_t huge_total(size_t off, size_t size)
 {
 	size_t page = jp__os_page_size();
+
+	if (size > SIZE_MAX - off - page || off + size > JP_ALLOC_MAX) {
+		errno = ENOMEM;
+		return 0;
+	}
+	if (size == 0)
+		size = 1;
+	return (off + size + page - 1) & ~(page - 1);
+}
+
+void *jp__huge_alloc(size_t size, size_t align, bool zero)
+{
 	size_t off = huge_offset(align), total, msize;
 	size_t map_align = align > JP_SEG_SIZE ? align : JP_SEG_SIZE, res = 0;
 	size_t from = 0, got = 0;	/* the block's [from, from + got): gathered */
@@ -100,17 +117,8 @@ void *jp__huge_alloc(size_t size, size_t align, bool zero)
 	char *base, *user;
 	void *p;
 
-	if (size > SIZE_MAX - off - page || off + size > JP_ALLOC_MAX) {
-		errno = ENOMEM;
+	if ((total = huge_total(off, size)) == 0)
 		return NULL;
-	}
-	/* A 0-byte block still owns a byte: with off a page multiple (every
-	 * alignment above a page), the mapping would end where the block
-	 * begins, and the block's registry entry would land on whatever
-	 * follows it. */
-	if (size == 0)
-		size = 1;
-	total = (off + size + page - 1) & ~(page - 1);
 	p = off == JP_HUGE_HDR ? jp__hcache_take(total, true, true, &msize, &res) : NULL;
 	if (p != NULL && msize < total) {
 		/* Smaller: grown where it is (4 MiB-aligned ones), or its
@@ -253,23 +261,13 @@ size_t jp__huge_trim(void)
 
 void *jp__huge_realloc(struct jp_huge *h, size_t size)
 {
-	size_t page = jp__os_page_size();
 	size_t off = h->user_off;
 	size_t total, cur, old = h->map_size, csize, cres;
 	void *dest;
 
 	guard_check(h);
-	if (size > SIZE_MAX - off - page || off + size > JP_ALLOC_MAX) {
-		errno = ENOMEM;
+	if ((total = huge_total(off, size)) == 0)
 		return NULL;
-	}
-	/* A 0-byte block still owns a byte: with off a page multiple (every
-	 * alignment above a page), the mapping would end where the block
-	 * begins, and the block's registry entry would land on whatever
-	 * follows it. */
-	if (size == 0)
-		size = 1;
-	total = (off + size + page - 1) & ~(page - 1);
 	cur = off + h->usable;
 	if (total == cur)
 		return jp__huge_user(h);
