@@ -527,18 +527,33 @@ static void test_fork_at_start(void)
 		printf("  %d of %d runs had a child that failed\n", failed, runs);
 }
 
-static void test_dlopen_by_unlinked_program(void)
+/* Run tests/alloc/NAME, a program not linked with libjpsync, on the
+ * built library; it must exit 0. */
+static void run_unlinked(const char *name)
 {
 	char prog[4096], lib[4096];
 	struct exec_arg e = { prog, lib, { NULL } };
 	struct jp_child_result res;
 
-	snprintf(prog, sizeof prog, "%s/tests/alloc/alloc-dlopen", builddir());
+	snprintf(prog, sizeof prog, "%s/tests/alloc/%s", builddir(), name);
 	snprintf(lib, sizeof lib, "%s/lib/.libs/libjpsync.so.1", builddir());
 	CU_ASSERT_EQUAL_FATAL(jp_test_child(exec_child, &e, &res), 0);
 	CU_ASSERT(res.exited && res.status == 0);
 	if (!(res.exited && res.status == 0))
 		printf("\n%s\n", res.err);
+}
+
+static void test_dlopen_by_unlinked_program(void)
+{
+	run_unlinked("alloc-dlopen");
+}
+
+/* dlclose of the library while a thread that freed remotely with it
+ * lives: the thread's exit and the blocks stay sound (alloc-dlclose.c;
+ * a SIGSEGV at the thread's exit before -z nodelete). */
+static void test_dlclose_while_threads_live(void)
+{
+	run_unlinked("alloc-dlclose");
 }
 
 static CU_TestInfo fork_tests[] = {
@@ -550,6 +565,7 @@ static CU_TestInfo fork_tests[] = {
 	{ "fork while other threads make the first allocations", test_fork_at_start },
 	{ "fork while blocks are freed by another thread than their own", test_fork_during_remote_frees },
 	{ "dlopen by a program not linked with libjpsync", test_dlopen_by_unlinked_program },
+	{ "dlclose while a thread that freed remotely lives", test_dlclose_while_threads_live },
 	{ "fork() racing getline and fflush(NULL) in other threads: no deadlock", test_fork_stdio },
 	{ NULL, NULL },
 };
@@ -578,10 +594,13 @@ int main(void)
 		/* The helper itself is built with the sanitizer here. */
 		jp_test_unregister(fork_tests, test_fork_nested_in_prepare,
 				   "sanitizers: fork in a signal handler");
-	if (jp_test_sanitized())
+	if (jp_test_sanitized()) {
 		/* The sanitizer runtime must come first in an unlinked program. */
 		jp_test_unregister(fork_tests, test_dlopen_by_unlinked_program,
 				   "sanitizer build: the runtime must load first");
+		jp_test_unregister(fork_tests, test_dlclose_while_threads_live,
+				   "sanitizer build: the runtime must load first");
+	}
 	if (jp_test_on_drd()) {
 		/* After the fork stress, every lock's happens-before
 		 * annotation costs drd milliseconds: the memory cases that
