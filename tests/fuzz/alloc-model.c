@@ -1,6 +1,6 @@
 /* alloc-model.c - the allocator fuzz targets' model (see alloc-model.h). */
 #include "alloc-model.h"
-#include "shim.h"
+#include "preload-renamed.h"
 
 #include <jpsync/alloc.h>
 

@@ -25,7 +25,7 @@
  * answers at the edges of size_t must not depend on the mode (only the
  * usable size does: check mode's is the size asked).
  * Each call goes either through the jp_* API or through the preload
- * module's functions (shim.h), as the input chooses.
+ * module's functions (preload-renamed.h), as the input chooses.
  */
 #ifndef JP_FUZZ_ALLOC_MODEL_H
 #define JP_FUZZ_ALLOC_MODEL_H

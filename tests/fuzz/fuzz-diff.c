@@ -7,8 +7,9 @@
  * one through glibc's allocator (__libc_malloc and its family where glibc
  * exports them, the plain names for the rest: this target is built without
  * AddressSanitizer, so they are glibc's), one through the preload module's
- * functions (shim.h), which is what a program under jpsync-run calls.  For
- * every call whose outcome the arguments decide, the two must agree on the
+ * functions (preload-renamed.h), which is what a program under jpsync-run
+ * calls.  For every call whose outcome the arguments decide, the two must
+ * agree on the
  * class of the result (NULL or not; posix_memalign's return value) and,
  * when both fail, on errno, as the README promises ("It behaves as glibc's
  * malloc where the two could differ").  Where the outcome depends on
@@ -24,7 +25,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "shim.h"
+#include "preload-renamed.h"
 #include "testutil.h"
 
 #include <errno.h>

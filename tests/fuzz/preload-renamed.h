@@ -1,11 +1,11 @@
 /*
- * shim.h - the preload module's functions (shim/preload.c), compiled under
- * other names: the build renames every symbol of shim-rename.syms with
- * objcopy, so that a fuzz target calls jp_alloc through exactly the code a
+ * preload-renamed.h - the preload module's functions (shim/preload.c),
+ * compiled under other names: the build renames every symbol of
+ * shim-rename.syms with objcopy, so that a fuzz target calls jp_alloc through exactly the code a
  * preloaded program runs, while malloc stays the C library's.
  */
-#ifndef JP_FUZZ_SHIM_H
-#define JP_FUZZ_SHIM_H
+#ifndef JP_FUZZ_PRELOAD_RENAMED_H
+#define JP_FUZZ_PRELOAD_RENAMED_H
 
 #include <stddef.h>
 
