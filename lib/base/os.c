@@ -484,10 +484,22 @@ int jp__os_resize(void *addr, size_t old_size, size_t new_size)
 	if (new_size < old_size)
 		return munmap((char *)addr + new_size, old_size - new_size) == 0 ? 0 : errno;
 	p = mremap(addr, old_size, new_size, 0);
-
-	if (p == MAP_FAILED)
+	if (p != MAP_FAILED)
+		return 0;
+	if (errno != EFAULT)
 		return errno == EAGAIN ? ENOMEM : errno;
-	return 0;
+	/* EFAULT: the range is several mappings (pages gathered from others
+	 * keep their own), which mremap does not resize.  The same growth:
+	 * fresh pages mapped right after it, where nothing is (the kernel
+	 * takes a hint whose range is free; valgrind does too, where it
+	 * does not know MAP_FIXED_NOREPLACE). */
+	p = mmap((char *)addr + old_size, new_size - old_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == (char *)addr + old_size)
+		return 0;
+	if (p != MAP_FAILED)
+		munmap(p, new_size - old_size);	/* somewhere else: not ours to keep */
+	return ENOMEM;
 }
 
 /* Move a mapping's pages to dest (replacing what is mapped there). */
@@ -496,6 +508,11 @@ int jp__os_move(void *old_addr, size_t old_size, size_t new_size, void *dest)
 	void *p = mremap(old_addr, old_size, new_size,
 			 MREMAP_MAYMOVE | MREMAP_FIXED, dest);
 
+	/* EFAULT: several mappings, which mremap moves (Linux 6.17 on) but
+	 * does not resize; the caller has dest's new_size bytes mapped, so
+	 * the pages moved as they are land at its start all the same. */
+	if (p == MAP_FAILED && errno == EFAULT && new_size > old_size)
+		p = mremap(old_addr, old_size, old_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
 	if (p == MAP_FAILED)
 		return errno == EAGAIN ? ENOMEM : errno;
 	return 0;

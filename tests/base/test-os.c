@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -124,6 +125,76 @@ static void test_resize_in_place(void)
 	CU_ASSERT_EQUAL(jp__os_resize(c, 8 * page, 9 * page), ENOMEM);
 	CU_ASSERT_EQUAL(c[8 * page], 0x5a);
 	CU_ASSERT_EQUAL(jp__os_unmap(c, 16 * page), 0);
+}
+
+/*
+ * Two mappings side by side whose pages came from elsewhere (each moved
+ * there by mremap keeps its own anon_vma, so the kernel does not merge
+ * them), as a huge block made of cached mappings' pages is: mremap does
+ * not resize such a range (EFAULT), and before Linux 6.17 does not move
+ * it either.  jp__os_resize grows it with fresh pages mapped after it;
+ * jp__os_move moves it, and the rest of what the caller mapped at dest
+ * is the growth.  Before, both failed, and the huge cache gave up the
+ * block's pages for a fresh mapping.
+ */
+static void test_grow_several_mappings(void)
+{
+	size_t page = jp__os_page_size(), half = 4 * page, len = 2 * half;
+	void *r = NULL, *a = NULL, *b = NULL, *d = NULL;
+	bool strict = !jp_test_on_valgrind() && !jp_test_emulated();
+	unsigned char *c;
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(jp__os_map(&r, len + 8 * page), 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_map(&a, half), 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_map(&b, half), 0);
+	c = r;
+	memset(a, 1, half);
+	memset(b, 2, half);
+	CU_ASSERT_EQUAL_FATAL(jp__os_move(a, half, half, c), 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_move(b, half, half, c + half), 0);
+	CU_ASSERT_EQUAL_FATAL(jp__os_unmap(c + len, 8 * page), 0);
+	/* Whether mremap alone grows the pair: then this case is not
+	 * reached (an emulator or a kernel that merged the two). */
+	if (mremap(c, len, len + page, 0) != MAP_FAILED) {
+		printf("(mremap grew two moved mappings: the case is not reached) ");
+		CU_ASSERT_EQUAL(jp__os_unmap(c, len + page), 0);
+		return;
+	}
+	rc = jp__os_resize(c, len, len + 4 * page);
+	/* valgrind places every mapping itself and takes no hint (the
+	 * allocator keeps no huge cache there, so it never asks); qemu-user
+	 * keeps an address space of its own. */
+	if (!strict) {
+		CU_ASSERT(rc == 0 || rc == ENOMEM);
+	} else {
+		CU_ASSERT_EQUAL(rc, 0);
+	}
+	if (rc != 0) {
+		CU_ASSERT_EQUAL(jp__os_unmap(c, len + 8 * page), 0);
+		return;
+	}
+	CU_ASSERT_EQUAL(c[0], 1);
+	CU_ASSERT_EQUAL(c[half], 2);
+	CU_ASSERT_EQUAL(c[len], 0);
+	c[len + 4 * page - 1] = 3;
+	/* Moved with its growth to a mapping of the new size, or refused
+	 * (EFAULT, a kernel before 6.17) with nothing lost. */
+	CU_ASSERT_EQUAL_FATAL(jp__os_map(&d, len + 8 * page), 0);
+	rc = jp__os_move(c, len + 4 * page, len + 8 * page, d);
+	CU_ASSERT(rc == 0 || rc == EFAULT || !strict);
+	if (rc == 0) {
+		c = d;
+	} else {
+		CU_ASSERT_EQUAL(jp__os_unmap(d, len + 8 * page), 0);
+		d = NULL;
+	}
+	CU_ASSERT_EQUAL(c[0], 1);
+	CU_ASSERT_EQUAL(c[half], 2);
+	CU_ASSERT_EQUAL(c[len + 4 * page - 1], 3);
+	if (d != NULL)
+		CU_ASSERT_EQUAL(c[len + 8 * page - 1], 0);
+	CU_ASSERT_EQUAL(jp__os_unmap(c, d != NULL ? len + 8 * page : len + 4 * page), 0);
 }
 
 static void test_map_aligned(void)
@@ -323,6 +394,7 @@ static CU_TestInfo os_tests[] = {
 	{ "futex wake wakes a sleeper", test_futex_wake },
 	{ "map, decommit, remap, unmap", test_map_unmap },
 	{ "a shrink in place leaves the next mapping alone", test_resize_in_place },
+	{ "several mappings side by side grow, and move with their growth", test_grow_several_mappings },
 	{ "aligned mappings are aligned", test_map_aligned },
 	{ "an aligned mapping below the last, or clear of what sits there", test_map_aligned_hint },
 	{ "RSS grows with touched pages; CPU count", test_rss_and_cpus },
