@@ -491,8 +491,8 @@ int jp__os_resize(void *addr, size_t old_size, size_t new_size)
 	/* EFAULT: the range is several mappings (pages gathered from others
 	 * keep their own), which mremap does not resize.  The same growth:
 	 * fresh pages mapped right after it, where nothing is (the kernel
-	 * takes a hint whose range is free; valgrind does too, where it
-	 * does not know MAP_FIXED_NOREPLACE). */
+	 * takes a hint whose range is free; valgrind places mappings itself,
+	 * so there this stays ENOMEM, as before). */
 	p = mmap((char *)addr + old_size, new_size - old_size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == (char *)addr + old_size)
