@@ -36,6 +36,10 @@ int jp_test_run(CU_SuiteInfo *suites)
 		CU_cleanup_registry();
 		return 99;
 	}
+	/* Unbuffered: CUnit names a case before running it, so the log of a
+	 * suite that hangs (stopped by tests/time-limit.sh) or crashes ends
+	 * with the case that did. */
+	setvbuf(stdout, NULL, _IONBF, 0);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures() + CU_get_number_of_suites_failed() +

@@ -85,7 +85,7 @@ const size_t jp__option_count = JP_ARRAY_SIZE(jp__option_table);
  * the library: recognised so that they draw no warning.
  */
 static const char *const opt_foreign[] = {
-	"TEST_SCALE", "BENCH_REPS", "BENCH_QUICK", "BENCH_THREADS",
+	"TEST_SCALE", "TEST_TIMEOUT", "BENCH_REPS", "BENCH_QUICK", "BENCH_THREADS",
 	"BENCH_SECONDS", "BENCH_PEERS", "BENCH_OUT",
 };
 

@@ -277,13 +277,14 @@ static void test_unknown_variable_warns(void)
 {
 	struct jp_options o;
 	char *env[] = { "JPSYNC_CACHEN=64", "JPSYNC_BENCH_REPS=3", "JPSYNC_=1",
-			"NOT_JPSYNC_X=1", NULL };
+			"NOT_JPSYNC_X=1", "JPSYNC_TEST_TIMEOUT=60", NULL };
 	char out[1024];
 
 	CU_ASSERT_EQUAL(parse_capture(&o, env, out, sizeof out), 2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_CACHEN: unknown variable"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "jpsync: warning: JPSYNC_: unknown variable"));
 	CU_ASSERT_PTR_NULL(strstr(out, "BENCH_REPS"));
+	CU_ASSERT_PTR_NULL(strstr(out, "TEST_TIMEOUT"));
 	CU_ASSERT_EQUAL(o.cache_n, 4096);
 }
 

@@ -269,7 +269,7 @@ static bool m_stats_file(const char *value)
 static bool m_foreign(const char *name, size_t len)
 {
 	static const char *const foreign[] = {
-		"TEST_SCALE", "BENCH_REPS", "BENCH_QUICK", "BENCH_THREADS",
+		"TEST_SCALE", "TEST_TIMEOUT", "BENCH_REPS", "BENCH_QUICK", "BENCH_THREADS",
 		"BENCH_SECONDS", "BENCH_PEERS", "BENCH_OUT",
 	};
 
