@@ -142,8 +142,13 @@ tail -n 1 "$tmp/st.txt" | grep -q '^jpsync summary: total of 0 processes' ||
   bad "no summary after a SIGTERM death: $(tail -n 1 "$tmp/st.txt")"
 # The statistics signal sent to jpsync-run reaches PROGRAM once: one table
 # (the summary counts the process by it), then SIGTERM ends both.
-"$run" --stats="$tmp/sig.txt" --stats-signal=USR1 "$prog" 1000 pause > "$tmp/out" & rp=$!
-i=0; while ! grep -q '^pid=' "$tmp/out" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+# Its output goes to a file made empty here, not by the background job:
+# the loop below would otherwise find an earlier run's pid= line before
+# the job's redirection truncated it, and signal jpsync-run before it
+# started PROGRAM (CI's distcheck saw status 138, SIGUSR1's death).
+: > "$tmp/pause.out"
+"$run" --stats="$tmp/sig.txt" --stats-signal=USR1 "$prog" 1000 pause >> "$tmp/pause.out" & rp=$!
+i=0; while ! grep -q '^pid=' "$tmp/pause.out" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
 kill -USR1 $rp
 i=0; while ! grep -q '^jpsync allocator statistics' "$tmp/sig.txt" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
 sleep 0.2
@@ -151,7 +156,7 @@ kill -TERM $rp; wait $rp; rc=$?
 [ $rc -eq $want ] || bad "SIGTERM sent to jpsync-run: status $rc, not $want"
 n=$(grep -c '^jpsync allocator statistics' "$tmp/sig.txt")
 [ "$n" -eq 1 ] || bad "SIGUSR1 sent to jpsync-run --stats-signal=USR1: $n tables, not 1"
-pid=$(sed -n 's/^pid=//p' "$tmp/out")
+pid=$(sed -n 's/^pid=//p' "$tmp/pause.out")
 grep -q "^jpsync summary: pid $pid: " "$tmp/sig.txt" &&
   grep -q '^jpsync summary: total of 1 process: ' "$tmp/sig.txt" ||
   { bad "SIGTERM sent to jpsync-run: no summary of $pid:"; cat "$tmp/sig.txt"; }
