@@ -50,38 +50,40 @@ for f in "$tree"/lib/*; do
   say "lib/$b: lib/ holds the folders $parts, the version script, suppressions and abi/ only"
 done
 
-# 2. Includes.
+# 2. Includes: one grep over every file (a process per file is slow where
+# fork is, and this runs in every make check), then the rule per line.
+inc_list=${TMPDIR:-/tmp}/layout.$$
 for p in $parts; do
-  [ -d "$tree/lib/$p" ] || { say "lib/$p is missing"; continue; }
-  for f in "$tree"/lib/$p/*.c "$tree"/lib/$p/*.h; do
-    [ -e "$f" ] || continue
-    rel=lib/$p/${f##*/}
-    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
-      sed 's/^\([0-9]*\):.*include[[:space:]]*"\([^"]*\)".*/\1 \2/' > "${TMPDIR:-/tmp}/layout.$$"
-    while read -r line inc; do
-      case $inc in
-        */*/*|../*|*/../*) say "$rel:$line: #include \"$inc\": name a folder's header as \"folder/file.h\"" ;;
-        */*)
-          q=${inc%%/*}
-          case " $parts " in
-            *" $q "*)
-              if [ "$q" = "$p" ]; then
-                say "$rel:$line: #include \"$inc\": a header of the same folder is included by its bare name"
-              elif ! allowed "$p" "$q"; then
-                say "$rel:$line: #include \"$inc\": lib/$p may not include lib/$q (base includes nothing above it; the parts include base and named edges only)"
-              elif [ ! -e "$tree/lib/$inc" ]; then
-                say "$rel:$line: #include \"$inc\": no such header"
-              fi ;;
-            *) say "$rel:$line: #include \"$inc\": not a folder of lib/" ;;
-          esac ;;
-        config.h) ;;
-        *) [ -e "$tree/lib/$p/$inc" ] ||
-             say "$rel:$line: #include \"$inc\": not in lib/$p (another folder's header is \"folder/$inc\")" ;;
-      esac
-    done < "${TMPDIR:-/tmp}/layout.$$"
-    rm -f "${TMPDIR:-/tmp}/layout.$$"
-  done
+  [ -d "$tree/lib/$p" ] || say "lib/$p is missing"
 done
+# "FILE:LINE:#include "X"" -> "FILE LINE X"
+grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' \
+    "$tree"/lib/*/*.c "$tree"/lib/*/*.h 2>/dev/null |
+  sed 's/^\([^:]*\):\([0-9]*\):.*include[[:space:]]*"\([^"]*\)".*/\1 \2 \3/' > "$inc_list"
+while read -r f line inc; do
+  rel=lib/${f#"$tree"/lib/}
+  p=${rel#lib/}; p=${p%%/*}
+  case " $parts " in *" $p "*) ;; *) continue ;; esac
+  case $inc in
+    */*/*|../*|*/../*) say "$rel:$line: #include \"$inc\": name a folder's header as \"folder/file.h\"" ;;
+    */*)
+      q=${inc%%/*}
+      case " $parts " in
+        *" $q "*)
+          if [ "$q" = "$p" ]; then
+            say "$rel:$line: #include \"$inc\": a header of the same folder is included by its bare name"
+          elif ! allowed "$p" "$q"; then
+            say "$rel:$line: #include \"$inc\": lib/$p may not include lib/$q (base includes nothing above it; the parts include base and named edges only)"
+          elif [ ! -e "$tree/lib/$inc" ]; then
+            say "$rel:$line: #include \"$inc\": no such header"
+          fi ;;
+        *) say "$rel:$line: #include \"$inc\": not a folder of lib/" ;;
+      esac ;;
+    config.h) ;;
+    *) [ -e "$tree/lib/$p/$inc" ] ||
+         say "$rel:$line: #include \"$inc\": not in lib/$p (another folder's header is \"folder/$inc\")" ;;
+  esac
+done < "$inc_list"
 
 # 2b. Inside lib/alloc, the layers (doc/layout.md, "Inside lib/alloc"): a
 # file includes the headers of its own layer and of those below it.  Rank
@@ -100,27 +102,34 @@ ALLOC_TOP="alloc.c alloc_init.c alloc_fork.c alloc_stats.c stats_table.c"
 # Named exceptions, "file:header" (none today: the size of a bin, which
 # central.c and sizeclass.c need, is sizeclass.h's JP_BIN_BYTES).
 ALLOC_EXCEPT=""
-alloc_rank() { # name without .c/.h -> rank, or nothing
-  for r in $ALLOC_RANKS; do [ "${r%%:*}" = "$1" ] && { echo "${r#*:}"; return; }; done
+alloc_rank() { # name without .c/.h -> $rank, empty if it has none
+  rank=
+  for r in $ALLOC_RANKS; do [ "${r%%:*}" = "$1" ] && { rank=${r#*:}; return; }; done
 }
 if [ -d "$tree/lib/alloc" ]; then
   for f in "$tree"/lib/alloc/*.c "$tree"/lib/alloc/*.h; do
     [ -e "$f" ] || continue
     b=${f##*/}
     case " $ALLOC_TOP " in *" $b "*) continue ;; esac
-    me=$(alloc_rank "${b%.[ch]}")
-    [ -n "$me" ] || { say "lib/alloc/$b: no layer for it in ALLOC_RANKS (tests/check-layout.sh)"; continue; }
-    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"/]*\.h\)".*/\1/p' "$f"); do
-      [ "$inc" = config.h ] && continue
-      r=$(alloc_rank "${inc%.h}")
-      if [ -z "$r" ]; then
-        say "lib/alloc/$b: #include \"$inc\": no layer for it in ALLOC_RANKS"
-      elif [ "$r" -gt "$me" ]; then
-        case " $ALLOC_EXCEPT " in *" $b:$inc "*) continue ;; esac
-        say "lib/alloc/$b: #include \"$inc\": a layer above it (rank $r over $me; doc/layout.md)"
-      fi
-    done
+    alloc_rank "${b%.[ch]}"; me=$rank
+    [ -n "$me" ] || say "lib/alloc/$b: no layer for it in ALLOC_RANKS (tests/check-layout.sh)"
   done
+  # The bare-name includes of lib/alloc, from the list of section 2.
+  while read -r f line inc; do
+    case $f in "$tree"/lib/alloc/*) ;; *) continue ;; esac
+    case $inc in */*|config.h) continue ;; *.h) ;; *) continue ;; esac
+    b=${f##*/}
+    case " $ALLOC_TOP " in *" $b "*) continue ;; esac
+    alloc_rank "${b%.[ch]}"; me=$rank
+    [ -n "$me" ] || continue
+    alloc_rank "${inc%.h}"; r=$rank
+    if [ -z "$r" ]; then
+      say "lib/alloc/$b: #include \"$inc\": no layer for it in ALLOC_RANKS"
+    elif [ "$r" -gt "$me" ]; then
+      case " $ALLOC_EXCEPT " in *" $b:$inc "*) continue ;; esac
+      say "lib/alloc/$b: #include \"$inc\": a layer above it (rank $r over $me; doc/layout.md)"
+    fi
+  done < "$inc_list"
   # The settings fixed at start are written by alloc_init.c alone; the
   # others read them through the const view jp__settings (alloc_init.h).
   for f in $(grep -l 'jp__settings_w' "$tree"/lib/*/*.c 2>/dev/null); do
@@ -136,18 +145,24 @@ if [ -n "$objs" ] && command -v nm >/dev/null 2>&1 &&
    ls "$objs"/lib/base/.libs/*.o >/dev/null 2>&1; then
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
   for p in $parts; do
-    for o in "$objs"/lib/$p/.libs/*.o; do
-      [ -e "$o" ] || continue
-      nm "$o" | awk -v p="$p" '$2 ~ /^[TDBR]$/ && $3 ~ /^jp__/ {print $3, p}' >> "$tmp/def"
-      nm -u "$o" | awk -v p="$p" -v o="${o##*/}" '$2 ~ /^jp__/ {print $2, p, o}' >> "$tmp/use"
-    done
+    ls "$objs"/lib/$p/.libs/*.o >/dev/null 2>&1 || continue
+    # One nm a folder: "OBJ.o:ADDR T SYM" (defined), "OBJ.o:   U SYM" (used).
+    nm -A "$objs"/lib/$p/.libs/*.o |
+      awk -v p="$p" -v def="$tmp/def" -v use="$tmp/use" '
+        { i = index($0, ".o:"); if (i == 0) next
+          o = substr($0, 1, i + 1); sub(/.*\//, "", o)
+          n = split(substr($0, i + 3), f, " ") }
+        n == 3 && f[2] ~ /^[TDBR]$/ && f[3] ~ /^jp__/ { print f[3], p >> def }
+        n == 2 && f[1] == "U" && f[2] ~ /^jp__/ { print f[2], p, o >> use }'
   done
+  touch "$tmp/def" "$tmp/use"
   sort -u -o "$tmp/def" "$tmp/def"
-  while read -r sym p o; do
-    q=$(awk -v s="$sym" '$1 == s {print $2; exit}' "$tmp/def")
-    [ -n "$q" ] || continue
+  # "SYM USER OBJ" joined with "SYM DEFINER" in one pass.
+  awk 'NR == FNR { if (!($1 in def)) def[$1] = $2; next }
+       ($1 in def) { print $1, $2, $3, def[$1] }' "$tmp/def" "$tmp/use" > "$tmp/join"
+  while read -r sym p o q; do
     allowed "$p" "$q" || say "lib/$p/$o calls $sym of lib/$q"
-  done < "$tmp/use"
+  done < "$tmp/join"
   echo "ok: calls checked on the objects of $objs"
 else
   echo "note: no objects under ${objs:-(none)}/lib/base/.libs: calls not checked"
@@ -157,14 +172,18 @@ fi
 for top in lib:600 tests:800; do
   d=${top%%:*} max=${top#*:}
   [ -d "$tree/$d" ] || continue
-  find "$tree/$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) |
-    while read -r f; do
-      n=$(wc -l < "$f")
-      [ "$n" -le "$max" ] || echo "FAIL: ${f#"$tree"/}: $n lines, over the $max a source file under $d/ may have"
-    done > "${TMPDIR:-/tmp}/layout-size.$$"
+  # One wc over all the files ("N FILE" lines, and "N total" lines).
+  find "$tree/$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) \
+      -exec wc -l {} + |
+    awk -v max="$max" -v d="$d" -v pre="$tree/" '
+      NF == 2 && $2 != "total" && $1 > max + 0 {
+        f = $2; if (index(f, pre) == 1) f = substr(f, length(pre) + 1)
+        print "FAIL: " f ": " $1 " lines, over the " max " a source file under " d "/ may have"
+      }' > "${TMPDIR:-/tmp}/layout-size.$$"
   if [ -s "${TMPDIR:-/tmp}/layout-size.$$" ]; then cat "${TMPDIR:-/tmp}/layout-size.$$"; fail=1; fi
   rm -f "${TMPDIR:-/tmp}/layout-size.$$"
 done
 
+rm -f "$inc_list"
 [ $fail -eq 0 ] && echo "ok: lib/ holds $parts, each includes only what the layout allows, and no file is over its size"
 exit $fail
