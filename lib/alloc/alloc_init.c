@@ -53,15 +53,20 @@ static bool on_memcheck(void)
 
 void jp__alloc_init_slow(void)
 {
-	int z = 0;
+	uintptr_t none = 0, me = (uintptr_t)pthread_self();
 
-	if (atomic_compare_exchange_strong(&jp__alloc_state, &z, 1)) {
+	/* The start is claimed by writing our identity, in one step: a
+	 * signal handler that interrupts this thread right after the claim
+	 * and forks must see the start as its own (jp__alloc_start_for_fork).
+	 * Claimed by a state of 1 first and the identity a store later, a
+	 * handler that came between the two waited forever for itself (the
+	 * fork-in-handler case under qemu-i386, whose signals arrive between
+	 * translated blocks). */
+	if (atomic_compare_exchange_strong(&starter, &none, me)) {
 		const struct jp_options *o = jp__options();
 		uintptr_t key;
 
-		/* relaxed: compared only with the reader's own identity. */
-		atomic_store_explicit(&starter, (uintptr_t)pthread_self(),
-				      memory_order_relaxed);
+		atomic_store(&jp__alloc_state, 1);
 
 		/* The statistics' elapsed time counts from here when a
 		 * preloaded malloc runs before the constructors. */
@@ -137,10 +142,9 @@ void jp__alloc_init_slow(void)
  */
 void jp__alloc_start_for_fork(void)
 {
-	int s = atomic_load_explicit(&jp__alloc_state, memory_order_acquire);
-
-	if (s == 2 || (s == 1 && atomic_load_explicit(&starter, memory_order_relaxed) ==
-				 (uintptr_t)pthread_self()))
+	/* relaxed: only this thread's own claim can make it equal to us. */
+	if (atomic_load_explicit(&jp__alloc_state, memory_order_acquire) == 2 ||
+	    atomic_load_explicit(&starter, memory_order_relaxed) == (uintptr_t)pthread_self())
 		return;
 	jp__alloc_init_slow();
 }

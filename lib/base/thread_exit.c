@@ -35,12 +35,14 @@ static void run_hooks(void *unused)
 
 void jp__thread_exit_init(void)
 {
-	int z = 0;
+	uintptr_t none = 0, me = (uintptr_t)pthread_self();
 
-	if (atomic_compare_exchange_strong(&key_state, &z, 1)) {
-		/* relaxed: read only by this same thread (re-entry). */
-		atomic_store_explicit(&key_maker, (uintptr_t)pthread_self(),
-				      memory_order_relaxed);
+	/* Claimed by writing our identity in one step, so that a re-entry
+	 * from this thread at any point after the claim (an allocation, a
+	 * signal handler) sees the key as its own and does not wait for
+	 * itself (as in alloc_init.c). */
+	if (atomic_compare_exchange_strong(&key_maker, &none, me)) {
+		atomic_store(&key_state, 1);
 		/* pthread_key_create may allocate, and the allocation may
 		 * come back here (key_maker lets it through). */
 		atomic_store(&key_state,
@@ -51,9 +53,8 @@ void jp__thread_exit_init(void)
 	 * hooks run; the maker itself passes (it is inside its own call).
 	 * Spin a little, then yield: the maker may share our CPU, or (under
 	 * valgrind) need the one thread that runs at a time. */
-	for (unsigned spins = 0; atomic_load(&key_state) == 1 &&
-	     atomic_load_explicit(&key_maker, memory_order_relaxed) !=
-	     (uintptr_t)pthread_self(); spins++) {
+	for (unsigned spins = 0; atomic_load(&key_state) < 2 &&
+	     atomic_load_explicit(&key_maker, memory_order_relaxed) != me; spins++) {
 		if (spins < 64)
 			jp_cpu_relax();
 		else
