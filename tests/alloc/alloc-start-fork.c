@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fork-reap.h"
+
 static pthread_t (*real_self)(void);
 static volatile sig_atomic_t armed, forks, bad;
 
@@ -37,18 +39,10 @@ pthread_t pthread_self(void)
 
 static void fork_in_handler(int sig)
 {
-	int st, saved = errno;
-	pid_t pid;
-
 	(void)sig;
-	pid = fork();
-	if (pid == 0)
-		_exit(0);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
+	if (jp_fork_and_reap() != 0)
 		bad = 1;
 	forks++;
-	errno = saved;
 }
 
 int main(int argc, char **argv)

@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "alloc-testutil.h"
+#include "fork-reap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -303,15 +304,10 @@ static volatile sig_atomic_t sig_forks, sig_bad, sig_want;
 
 static void fork_in_handler(int sig)
 {
-	int st, saved = errno;
-	pid_t pid;
+	int saved = errno;
 
 	(void)sig;
-	pid = fork();
-	if (pid == 0)
-		_exit(0);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
+	if (jp_fork_and_reap() != 0)
 		sig_bad = 1;
 	/* A fork can take longer than the timer's period: stop it here, or
 	 * the handler would run back to back forever. */
