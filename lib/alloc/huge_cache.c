@@ -49,7 +49,7 @@
  * (2.92 million against 1.70), at 4% less peak RSS; gathering, with the
  * tails kept, a bound of a quarter and 64 entries, 9.3 times fewer again
  * (183 thousand, as many as tcmalloc), at the same peak RSS
- * (doc/benchmarks.md).
+ * (doc/bench-costs.md).
  */
 #include "alloc_init.h"
 #include "segment.h"

@@ -67,7 +67,7 @@
  * the read flag for readers.  lockdep.c records read and write acquisitions.
  *
  * Kept over two rivals measured in the same runs (rwlock-bench, 2 shared
- * cores; doc/benchmarks.md).  Per CPU-second against glibc's default rwlock
+ * cores; doc/bench-costs.md).  Per CPU-second against glibc's default rwlock
  * in two runs: 1.11x or more in 22 of 24 cells with empty critical sections,
  * 0.78-1.35x with 100 steps inside, 0.89-1.07x with 1,000, where the work
  * inside costs ~20x a whole empty iteration.  A writer that first spins up

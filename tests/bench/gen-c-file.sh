@@ -2,7 +2,7 @@
 # gen-c-file.sh - write a C file of about SIZE bytes (default 1000000) to
 # standard output: many small functions over a few structs, string
 # literals and switch statements, for a compiler to work through (the
-# check mode's cost, doc/benchmarks.md).  Deterministic: the same SIZE
+# check mode's cost, doc/bench-costs.md).  Deterministic: the same SIZE
 # gives the same file.
 #
 #   sh tests/bench/gen-c-file.sh [SIZE] > big.c

@@ -374,7 +374,7 @@ static int wait_bench(double seconds)
  * their number), so a producer and a consumer never share a core.  Left
  * to the scheduler on 2 busy cores, the pair sometimes shares one and
  * takes turns: no cache line moves, and the run measures the calls, not
- * the ring (the two modes of the spsc 1:1 row, doc/benchmarks.md).
+ * the ring (the two modes of the spsc 1:1 row, doc/bench-costs.md).
  */
 static void pin(pthread_t *t, unsigned n)
 {

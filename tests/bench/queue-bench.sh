@@ -12,7 +12,7 @@ prog="$top_builddir/tests/bench/queue-bench"
 items=2000000
 limit=${JPSYNC_BENCH_TIMEOUT_RUN:-60}	# seconds per run
 # KIND:P:C[:BATCH[:pin]]; pin: each thread on its own CPU in turn (a pair
-# never shares a core; see doc/benchmarks.md for why the spsc row needs it).
+# never shares a core; see doc/bench-costs.md for why the spsc row needs it).
 workloads="spsc:1:1 spsc:1:1:1:pin spsc:1:1:16 mpsc:1:1 mpsc:2:1 mpmc:1:1 mpmc:1:1:1:pin mpmc:1:1:16 mpmc:2:1 mpmc:2:1:16 mpmc:2:2 mpmc:4:4"
 wait_s=2
 if [ "$quick" = 1 ]; then
