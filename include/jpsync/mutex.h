@@ -8,10 +8,11 @@
  * exactly 4 bytes, a jp_cond_t exactly 4 bytes, and neither needs
  * jp_*_destroy to release anything.
  *
- * Vocabulary: the mutex "word" is 0 (free), 1 (locked) or 2 (locked, and
- * some thread may be asleep waiting for it).  The condition variable's "seq"
- * is a counter that every signal and broadcast advances; a waiter sleeps
- * until it moves.
+ * Vocabulary: the mutex "word" holds two flags in bytes of their own,
+ * locked and some thread may be asleep waiting for it (0: free, never
+ * locked or left so by its last unlock; jp_mutex(3)).  The condition
+ * variable's "seq" is a counter that every signal and broadcast advances;
+ * a waiter sleeps until it moves.
  *
  * What may run concurrently (on one object):
  *

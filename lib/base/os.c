@@ -536,13 +536,10 @@ int jp__os_protect(void *addr, size_t size, bool access)
 	return mprotect(addr, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0 ? 0 : errno;
 }
 
-/* ---- queue (data flow): asymmetric fences ------------------------------- */
+/* ---- asymmetric fences (park.c decides whether to use them) ------------ */
 /*
  * membarrier(2) with MEMBARRIER_CMD_PRIVATE_EXPEDITED runs a full memory
- * barrier on every CPU that is running a thread of this process.  The
- * queues use it on their slow (parking, closing) paths so that their fast
- * paths need no fence: a store followed by a load on the fast side is
- * ordered against the slow side by the barrier the kernel forces.
+ * barrier on every CPU that is running a thread of this process.
  */
 #include <linux/membarrier.h>
 

@@ -190,7 +190,7 @@ int jp__os_tgkill(int tid, int sig);
 /* The kernel thread id of the caller. */
 int jp__os_gettid(void);
 
-/* ---- queue (data flow): asymmetric fences ------------------------------ */
+/* ---- asymmetric fences (park.h: whether to use them) ------------------ */
 
 /* Register the process for membarrier(2) private expedited: 0, or an errno
  * value (ENOSYS: not supported, then callers use ordinary fences). */

@@ -37,6 +37,36 @@ bool jp__park_may_spin(void)
 	return v == 2;
 }
 
+/*
+ * Asymmetric fences.  The queues and jp_mutex keep a compiler barrier on
+ * their fast side (a store followed by a load: publishing an element,
+ * releasing the lock) and run membarrier(2) on their slow side (a caller
+ * about to sleep, close), which orders the fast side's store and load
+ * against it (the sys_membarrier technique of userspace-rcu).
+ */
+bool jp__park_asym;
+
+bool jp__park_asym_setup(void)
+{
+	/*
+	 * Under valgrind the threads run one at a time and the tools do not
+	 * know membarrier; ThreadSanitizer does not model it.  Use fences.
+	 * Registering again is harmless, so two threads may both come here.
+	 */
+#ifndef JP_TSAN
+	if (!jp__park_asym && !JP_ON_VALGRIND() && jp__os_membarrier_init() == 0)
+		jp__park_asym = true;
+#endif
+	return jp__park_asym;
+}
+
+/* At load time, before any thread exists (a library dlopen()ed by a
+ * threaded program: before dlopen returns, so before any call into it). */
+__attribute__((constructor)) static void asym_ctor(void)
+{
+	jp__park_asym_setup();
+}
+
 _Atomic unsigned long jp__park_sleeps;
 
 int jp__park_wait(const _Atomic uint32_t *word, uint32_t seen,

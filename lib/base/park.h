@@ -99,6 +99,17 @@ bool jp__deadline_passed(const struct timespec *deadline);
  */
 bool jp__park_may_spin(void);
 
+/*
+ * Asymmetric fences (park.c): true when the process is registered for
+ * membarrier(2), so that a fast side may keep a compiler barrier where a
+ * full fence would otherwise be needed, its slow side running
+ * jp__os_membarrier() (not under valgrind, nor in a ThreadSanitizer
+ * build).  Decided by a constructor, at load time; jp__park_asym_setup
+ * decides it (again) and returns it, for a caller that may come first.
+ */
+extern bool jp__park_asym;
+bool jp__park_asym_setup(void);
+
 /* ---- the futex word ------------------------------------------------------ */
 
 /*

@@ -63,13 +63,12 @@ static inline void jp__qcopy(void *dst, const void *src, size_t n)
  * load executed in, one of them is ordered against the slow side's (the
  * sys_membarrier technique of userspace-rcu).  Without membarrier (old
  * kernels, seccomp, valgrind) both sides use seq_cst fences.
- * jp__q_asym is written once, by a constructor of the library.
+ * jp__park_asym (park.h) is decided once, by a constructor of the library.
  */
-extern bool jp__q_asym;
 
 static inline void jp__q_fast_fence(void)
 {
-	if (jp_likely(jp__q_asym))
+	if (jp_likely(jp__park_asym))
 		atomic_signal_fence(memory_order_seq_cst);	/* compiler only, see above */
 	else
 		atomic_thread_fence(memory_order_seq_cst);
@@ -77,7 +76,7 @@ static inline void jp__q_fast_fence(void)
 
 static inline void jp__q_slow_fence(void)
 {
-	if (jp__q_asym)
+	if (jp__park_asym)
 		jp__os_membarrier();
 	else
 		atomic_thread_fence(memory_order_seq_cst);

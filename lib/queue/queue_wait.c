@@ -65,22 +65,6 @@ int jp__qblock(void *q, struct jp__park_chan *c, jp__qtry_fn try_op,
 	}
 }
 
-bool jp__q_asym;
-
-/* At load time, before any thread exists: see arena.c. */
-__attribute__((constructor)) static void asym_init(void)
-{
-	/*
-	 * Under valgrind the threads run one at a time and the tools do not
-	 * know membarrier; ThreadSanitizer does not model it.  Use fences.
-	 */
-#ifndef JP_TSAN
-	if (!JP_ON_VALGRIND() && jp__os_membarrier_init() == 0)
-		jp__q_asym = true;
-#endif
-}
-
-
 void *jp__qmap(size_t hdr, size_t capacity, size_t elem_size,
 	       size_t slot_overhead, size_t align, size_t *cap,
 	       size_t *stride, size_t *bytes)

@@ -50,7 +50,7 @@ static int cond_wait(jp_cond_t *c, jp_mutex_t *m, const struct timespec *deadlin
 	int r;
 
 	/* relaxed: the caller's own lock, if it holds it, is all we ask about. */
-	if (atomic_load_explicit(jp__mutex_word(m), memory_order_relaxed) == 0)
+	if (!jp__mutex_word_locked(jp__mutex_word(m)))
 		jp__sync_misuse(call, c, m, "the mutex is not locked");
 	if ((mode & JP_SYNC_OWNERS) && !jp__lockdep_holds(m))
 		jp__sync_misuse(call, c, m, "the mutex is not held by this thread");

@@ -1,13 +1,41 @@
 /*
- * mutex.c - jp_mutex: a three-state futex mutex.
+ * mutex.c - jp_mutex: a futex mutex whose uncontended unlock is a store.
  *
- * The word is 0 (free), 1 (locked, nobody asleep) or 2 (locked, and a
- * thread may be asleep in FUTEX_WAIT on it).  Lock is one compare-exchange
- * 0 -> 1 when free.  Otherwise the locker spins a bounded number of times
- * while the word says "locked, nobody asleep" (the owner is probably running
- * and about to release), then exchanges in 2 and sleeps until the exchange
- * returns 0.  Unlock exchanges in 0 and calls FUTEX_WAKE only when it took
- * away a 2, so an uncontended lock/unlock pair makes no system call.
+ * The word holds two flags, each in a byte of its own: LOCKED and
+ * SLEEPERS (a thread may be asleep in FUTEX_WAIT on the word).  So the
+ * word is 0 (free), LOCKED (locked, nobody asleep), LOCKED|SLEEPERS, or,
+ * for a moment during an unlock, SLEEPERS (free, a sleeper to wake).  Lock
+ * is one compare-exchange 0 -> LOCKED when free.  Otherwise the locker
+ * spins a bounded number of times while nobody is asleep (the owner is
+ * probably running and about to release), then exchanges in
+ * LOCKED|SLEEPERS and sleeps until the exchange finds LOCKED clear.  An
+ * unlock that finds SLEEPERS clears the word and wakes one sleeper, which
+ * marks it again when it takes the lock (others may still sleep), as a
+ * three-state futex mutex does.
+ *
+ * The unlock.  With nobody asleep (the word is LOCKED alone) the unlock
+ * stores 0 in the LOCKED byte and then loads the SLEEPERS byte, with no
+ * fence between: the CPU may let that load pass the store, as a
+ * spinlock's unlock would.  The lost wake-up that could follow (a locker
+ * marks SLEEPERS after the load, and sleeps before the store is seen) is
+ * closed from the sleeper's side (lock_slow): the first sleep after
+ * marking a word that was LOCKED alone is a nap of at most 1 ms, after
+ * which the locker finds the lock free and takes it, and it runs
+ * membarrier(2), a full barrier on every running thread, before it sleeps
+ * again without a bound; after the barrier, either the store is visible
+ * (FUTEX_WAIT returns at once) or the unlocker had not stored yet, and its
+ * load sees SLEEPERS.  A locker that finds SLEEPERS set sleeps without a
+ * bound: the one who set it naps or fenced.  So an uncontended pair is one
+ * compare-exchange and one store, as a test-and-set spinlock's (7.2 ns
+ * against 6.6 in a loop on 2026-12-06; 12.2 with a locked exchange as the
+ * unlock), and the barrier, which costs 1-50 us and interrupts the other
+ * running threads of the process, is paid only by a thread that sleeps
+ * more than the nap behind one owner (a barrier at every first sleep cost
+ * 5-19% of sync-bench's mixed throughput at 2-16 threads on 2 cores).
+ * Where membarrier is missing (old kernels, seccomp, a ThreadSanitizer
+ * build: the sync mode's NO_ASYM) and on the checked paths, every unlock
+ * is an atomic exchange, and no barrier is needed; under valgrind, which
+ * runs one thread at a time in program order, the store needs none.
  *
  * Spinning is bounded so that an over-subscribed machine (more runnable
  * threads than CPUs, where the owner is likely preempted) does not burn
@@ -19,15 +47,16 @@
  * the checks of the word spaced out (see spin()).
  *
  * Starvation: a thread woken by unlock competes with newcomers; a newcomer
- * that finds the word at 2 does not spin but sleeps, and a woken thread
+ * that finds SLEEPERS set does not spin but sleeps, and a woken thread
  * spins before it sleeps again, so the woken one usually wins (the spread
  * of acquisitions per thread is reported by tests/bench/sync-bench).
  *
  * Misuse that a valid program never makes aborts, through jp__sync_misuse
  * (one line naming the call and the mutex), where the check costs the fast
- * path nothing: unlock of a mutex that is not locked (the exchange's old
- * value is compared with 1 instead of 2: the same instructions), destroy
- * of a locked one (a load in destroy).  An unlock by a thread that does not
+ * path nothing: unlock of a mutex that is not locked (the unlock's load
+ * of the word, compared with LOCKED, sends every other value to the slow
+ * path, which tells sleepers to wake from misuse), destroy of a locked one
+ * (a load in destroy).  An unlock by a thread that does not
  * hold the mutex needs its owner, which the word has no room for: under
  * JPSYNC_CHECK=1 (and JPSYNC_LOCKDEP=1) each thread's stack of held locks
  * (lockdep.c) tells, on the slow path.
@@ -46,6 +75,23 @@
 #include <limits.h>
 #include <string.h>
 
+/* The word's flags, and the bytes that hold them (a byte store to LOCKED
+ * leaves SLEEPERS as it is). */
+#define LOCKED		0x001u
+#define SLEEPERS	0x100u
+#define BOTH		(LOCKED | SLEEPERS)
+
+/* The byte of the word that holds bits 8 * byte to 8 * byte + 7 of its
+ * value, accessed with the __atomic builtins: a character type may alias
+ * the word, an _Atomic uint8_t may not. */
+static inline unsigned char *flag_byte(_Atomic uint32_t *w, unsigned byte)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (unsigned char *)(void *)w + byte;
+#else
+	return (unsigned char *)(void *)w + 3 - byte;
+#endif
+}
 
 /*
  * Spinning (lock_slow).  A locker that finds the mutex held, and nobody
@@ -92,20 +138,32 @@ static unsigned spin_limit_get(void)
 	return n;
 }
 
-/* Take a free mutex, leaving want (1, or 2 for a thread that may have
- * others asleep behind it) in the word. */
-static inline bool try_take(_Atomic uint32_t *w, uint32_t want)
+/* Take a free mutex whose word was seen as v, leaving want (LOCKED, or
+ * BOTH for a thread that may have others asleep behind it) in the word;
+ * SLEEPERS, if set, stays set. */
+static inline bool try_take(_Atomic uint32_t *w, uint32_t v, uint32_t want)
 {
-	uint32_t z = 0;
-
 	/* acquire: the critical section must not start before we own it. */
-	return atomic_compare_exchange_strong_explicit(w, &z, want, memory_order_acquire,
-						       memory_order_relaxed);
+	return atomic_compare_exchange_strong_explicit(w, &v, want | (v & SLEEPERS),
+						       memory_order_acquire, memory_order_relaxed);
 }
 
 static inline bool try_acquire(_Atomic uint32_t *w)
 {
-	return try_take(w, 1);
+	return try_take(w, 0, LOCKED);
+}
+
+/* trylock: also takes a mutex that is free with a sleeper still to be woken
+ * (its unlocker is between its store and its wake), which try_acquire,
+ * the lock's first attempt, leaves to the slow path. */
+static inline bool try_lock(_Atomic uint32_t *w)
+{
+	uint32_t v = 0;
+
+	if (atomic_compare_exchange_strong_explicit(w, &v, LOCKED, memory_order_acquire,
+						    memory_order_relaxed))
+		return true;
+	return !(v & LOCKED) && try_take(w, v, LOCKED);
 }
 
 /*
@@ -129,12 +187,12 @@ static bool spin(_Atomic uint32_t *w, uint32_t want)
 	while (spent < limit) {
 		/* relaxed: only a hint; the compare-exchange does the acquiring. */
 		v = atomic_load_explicit(w, memory_order_relaxed);
-		if (v == 0) {
-			if (try_take(w, want)) {
+		if (!(v & LOCKED)) {
+			if (try_take(w, v, want)) {
 				won = true;
 				break;
 			}
-		} else if (v == 2 && want == 1) {
+		} else if ((v & SLEEPERS) && want == LOCKED) {
 			break;		/* sleepers: the hand-over goes through the kernel */
 		}
 		for (unsigned k = 0; k < step; k++)
@@ -148,62 +206,186 @@ static bool spin(_Atomic uint32_t *w, uint32_t want)
 }
 
 /*
+ * Sleeping after marking a word that was LOCKED alone (its owner may
+ * unlock with the store, and may be between its store and its load of
+ * SLEEPERS).  The first sleep after such a mark is bounded (MARK_NAP_NS):
+ * if the unlock missed the mark, the sleeper wakes by itself, finds the
+ * mutex free and takes it.  Only a thread that must sleep again while the
+ * mark is still unfenced runs membarrier(2) first (fence), which makes
+ * that unlocker see the mark or makes its unlock visible: so a barrier is
+ * paid only when the mutex is held longer than the nap, and not at every
+ * contention episode.  A locker that finds SLEEPERS already set sleeps
+ * without a bound: the thread that set it without a barrier naps, then
+ * takes the mutex or fences.  When the barrier fails (it does not, once
+ * registered), every sleep stays bounded.
+ */
+#define MARK_NAP_NS 1000000
+
+/* Whether a mark of a word that was LOCKED alone needs a barrier: the
+ * store unlock may run (under valgrind it needs none: the sync mode's
+ * comment). */
+static bool fence_needed(void)
+{
+	return !(jp__sync_mode_get() & JP_SYNC_NO_ASYM) && !JP_ON_VALGRIND();
+}
+
+static bool fence(void)
+{
+	return jp__os_membarrier() == 0;
+}
+
+/* Sleep while the word is BOTH: until deadline, or, when nap, at most
+ * MARK_NAP_NS.  0, or ETIMEDOUT at the deadline. */
+static int sleep_on(_Atomic uint32_t *w, const struct timespec *deadline, bool nap)
+{
+	struct timespec soon;
+
+	if (!nap)
+		return jp__park_wait(w, BOTH, deadline);
+	clock_gettime(CLOCK_MONOTONIC, &soon);
+	soon.tv_nsec += MARK_NAP_NS;
+	if (soon.tv_nsec >= 1000000000) {
+		soon.tv_sec++;
+		soon.tv_nsec -= 1000000000;
+	}
+	if (deadline != NULL && (deadline->tv_sec < soon.tv_sec ||
+	    (deadline->tv_sec == soon.tv_sec && deadline->tv_nsec < soon.tv_nsec)))
+		return jp__park_wait(w, BOTH, deadline);
+	jp__park_wait(w, BOTH, &soon);
+	return 0;
+}
+
+/*
+ * A timed lock gives up with its mark unfenced: the unlock it slept
+ * behind may have missed the mark, and the threads that slept behind it
+ * (they found SLEEPERS set) rely on it.  After a barrier, either that
+ * unlock sees SLEEPERS and wakes one, or it is visible here: then the
+ * mutex is free with SLEEPERS set, and one sleeper is woken to take it.
+ */
+static void give_up_unfenced(_Atomic uint32_t *w)
+{
+	uint32_t v;
+
+	fence();
+	/* relaxed: ordered by the barrier (above). */
+	v = atomic_load_explicit(w, memory_order_relaxed);
+	if (!(v & LOCKED) && (v & SLEEPERS))
+		jp__park_wake(w, 1);
+}
+
+/*
  * Spin (above), then sleep.  Returns 0 once the lock is ours, ETIMEDOUT
  * when the deadline passed first.
  */
 static JP_NOINLINE int lock_slow(_Atomic uint32_t *w, const struct timespec *deadline)
 {
+	bool unfenced = false, napped = false;
 	uint32_t v;
 	int r;
 
 	/* A deadline already past: the caller's attempt was the one. */
 	if (deadline != NULL && jp__deadline_passed(deadline))
 		return ETIMEDOUT;
-	if (spin(w, 1))
+	if (spin(w, LOCKED))
 		return 0;
 	/* acquire: as try_acquire (the exchange may be what takes the lock). */
-	v = atomic_exchange_explicit(w, 2, memory_order_acquire);
-	while (v != 0) {
-		r = jp__park_wait(w, 2, deadline);
-		if (r == ETIMEDOUT)
+	v = atomic_exchange_explicit(w, BOTH, memory_order_acquire);
+	while (v & LOCKED) {
+		if (v == LOCKED && fence_needed()) {
+			unfenced = true;	/* a new mark, on a word LOCKED alone */
+			napped = false;
+		}
+		if (unfenced && napped && fence())
+			unfenced = false;
+		r = sleep_on(w, deadline, unfenced);
+		napped = unfenced;
+		if (r == ETIMEDOUT) {
+			if (unfenced)
+				give_up_unfenced(w);
 			return ETIMEDOUT;
+		}
 		/*
-		 * Woken (or the word moved): spin before sleeping again, so
-		 * that a newcomer does not keep stealing the lock from the
-		 * thread the unlock chose to wake.  2, not 1, in both takes:
-		 * others may still be asleep behind us.
+		 * Woken (or the word moved, or the nap ended): spin before
+		 * sleeping again, so that a newcomer does not keep stealing
+		 * the lock from the thread the unlock chose to wake.  BOTH,
+		 * not LOCKED, in both takes: others may still be asleep
+		 * behind us.
 		 */
-		if (spin(w, 2))
+		if (spin(w, BOTH))
 			return 0;
-		v = atomic_exchange_explicit(w, 2, memory_order_acquire);
+		v = atomic_exchange_explicit(w, BOTH, memory_order_acquire);
 	}
 	return 0;
 }
 
-/* The word was not 1 at unlock: wake a sleeper, or report the misuse. */
-static JP_NOINLINE void unlock_not_1(_Atomic uint32_t *w, uint32_t old, const char *call,
-				     const void *obj)
+/*
+ * LOCKED was cleared (by unlock_store) with SLEEPERS set: clear SLEEPERS
+ * and wake one sleeper, which marks the word again when it takes the lock
+ * (others may still sleep), as a three-state futex mutex does.  Nobody is
+ * woken when an unlock cleared the flag first: it woke one itself.
+ */
+static JP_NOINLINE void wake_sleeper(_Atomic uint32_t *w)
 {
-	if (jp_likely(old == 2))
+	/* relaxed: the flag hands over nothing but itself. */
+	if (atomic_fetch_and_explicit(w, ~SLEEPERS, memory_order_relaxed) & SLEEPERS)
 		jp__park_wake(w, 1);
-	else if (old == 0)
+}
+
+/* The word, seen as old when LOCKED was cleared, was not LOCKED alone:
+ * wake a sleeper, or report the misuse. */
+static void unlocked_from(_Atomic uint32_t *w, uint32_t old, const char *call,
+			  const void *obj)
+{
+	if (jp_likely(old == BOTH))
+		jp__park_wake(w, 1);
+	else if (old == 0 || old == SLEEPERS)
 		jp__sync_misuse(call, obj, NULL, "not locked");
 	else
 		jp__sync_misuse(call, obj, NULL, "not a mutex (corrupted or never initialised)");
 }
 
 /*
- * call and obj name the misuse in a report.  The old value is compared with
- * 1 (the uncontended case) rather than 2, so that telling "not locked" from
- * "sleepers to wake" costs the fast path no instruction.
+ * The unlock of the checked paths, of a process without membarrier, and
+ * of a word with sleepers: LOCKED cleared by an atomic read-modify-write,
+ * which a sleeper needs no barrier against.  call and obj name the misuse
+ * in a report; the old value is compared with LOCKED, so that telling "not
+ * locked" from "sleepers to wake" costs the uncontended case nothing.
  */
-static inline void unlock_raw(_Atomic uint32_t *w, const char *call, const void *obj)
+static inline void unlock_rmw(_Atomic uint32_t *w, const char *call, const void *obj)
 {
 	/* release: the critical section happens before the next owner's. */
 	uint32_t old = atomic_exchange_explicit(w, 0, memory_order_release);
 
-	if (jp_unlikely(old != 1))
-		unlock_not_1(w, old, call, obj);
+	if (jp_unlikely(old != LOCKED))
+		unlocked_from(w, old, call, obj);
+}
+
+static JP_NOINLINE void unlock_rmw_slow(_Atomic uint32_t *w, const char *call, const void *obj)
+{
+	unlock_rmw(w, call, obj);
+}
+
+/*
+ * The unlock of the plain mode: with the word LOCKED alone, a store, and a
+ * load of SLEEPERS (the comment at the top); otherwise unlock_rmw.
+ */
+static inline void unlock_store(_Atomic uint32_t *w, const char *call, const void *obj)
+{
+	/* relaxed: only the owner clears LOCKED, and a SLEEPERS set after
+	 * this load is seen by the load below (the comment at the top). */
+	uint32_t v = atomic_load_explicit(w, memory_order_relaxed);
+
+	if (jp_unlikely(v != LOCKED)) {
+		unlock_rmw_slow(w, call, obj);
+		return;
+	}
+	/* release: the critical section happens before the next owner's. */
+	__atomic_store_n(flag_byte(w, 0), 0, __ATOMIC_RELEASE);
+	/* Compiler only: a sleeper's membarrier orders the load (above). */
+	atomic_signal_fence(memory_order_seq_cst);
+	/* relaxed: see the comment at the top. */
+	if (jp_unlikely(__atomic_load_n(flag_byte(w, 1), __ATOMIC_RELAXED) != 0))
+		wake_sleeper(w);
 }
 
 /*
@@ -254,7 +436,7 @@ static JP_NOINLINE void unlock_checked(jp_mutex_t *m, void *pc)
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 		JP_HB_BEFORE(m);
 	}
-	unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m);
+	unlock_rmw(jp__mutex_word(m), "jp_mutex_unlock", m);
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_post_unlock(m, 0);
 }
@@ -288,7 +470,7 @@ static inline bool plain_mode(void)
 #define UNLOCK_AT(m, PC)						\
 	do {								\
 		if (plain_mode()) {					\
-			unlock_raw(jp__mutex_word(m), "jp_mutex_unlock", m); \
+			unlock_store(jp__mutex_word(m), "jp_mutex_unlock", m); \
 			return;						\
 		}							\
 		unlock_checked(m, (PC));				\
@@ -307,7 +489,7 @@ JP_EXPORT void jp_mutex_destroy(jp_mutex_t *m)
 	int mode = jp__sync_mode_get();
 
 	/* relaxed: a valid caller made every unlock happen before the destroy. */
-	if (atomic_load_explicit(jp__mutex_word(m), memory_order_relaxed) != 0)
+	if (jp__mutex_word_locked(jp__mutex_word(m)))
 		jp__sync_misuse("jp_mutex_destroy", m, NULL, "locked");
 
 	if (mode & JP_SYNC_LOCKDEP)
@@ -333,7 +515,7 @@ static JP_NOINLINE int trylock_checked(jp_mutex_t *m, void *pc)
 
 	if (mode & JP_SYNC_TSAN)
 		__tsan_mutex_pre_lock(m, JP_TSAN_TRY_LOCK);
-	ok = try_acquire(jp__mutex_word(m));
+	ok = try_lock(jp__mutex_word(m));
 	if (mode & JP_SYNC_VALGRIND)
 		JP_BENIGN_RACE(&m->word, sizeof m->word, "jp_mutex futex word");
 	if (ok && (mode & JP_SYNC_VALGRIND))
@@ -349,7 +531,7 @@ JP_EXPORT int jp_mutex_trylock(jp_mutex_t *m)
 {
 	if (!plain_mode())
 		return trylock_checked(m, __builtin_return_address(0));
-	return try_acquire(jp__mutex_word(m)) ? 0 : EBUSY;
+	return try_lock(jp__mutex_word(m)) ? 0 : EBUSY;
 }
 
 JP_EXPORT int jp_mutex_timedlock(jp_mutex_t *m, const struct timespec *deadline)
@@ -382,12 +564,21 @@ int jp__mutex_word_lock(_Atomic uint32_t *w, const struct timespec *deadline)
 	return try_acquire(w) ? 0 : lock_slow(w, deadline);
 }
 
+bool jp__mutex_word_locked(_Atomic uint32_t *w)
+{
+	/* relaxed: a valid caller made every unlock happen before. */
+	return (atomic_load_explicit(w, memory_order_relaxed) & LOCKED) != 0;
+}
+
 bool jp__mutex_word_trylock(_Atomic uint32_t *w)
 {
-	return try_acquire(w);
+	return try_lock(w);
 }
 
 void jp__mutex_word_unlock(_Atomic uint32_t *w)
 {
-	unlock_raw(w, "jp_rwlock_unlock", w);
+	if (plain_mode())
+		unlock_store(w, "jp_rwlock_unlock", w);
+	else
+		unlock_rmw(w, "jp_rwlock_unlock", w);
 }

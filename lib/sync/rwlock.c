@@ -405,7 +405,7 @@ static bool in_use(jp_rwlock_t *rw)
 	uint32_t out = atomic_load_explicit(rout_of(rw), memory_order_relaxed);
 
 	return (in & PRES) || ((in ^ out) & COUNT) != 0 ||
-	       atomic_load_explicit(wlock_of(rw), memory_order_relaxed) != 0;
+	       jp__mutex_word_locked(wlock_of(rw));
 }
 
 JP_EXPORT void jp_rwlock_destroy(jp_rwlock_t *rw)

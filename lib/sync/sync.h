@@ -8,7 +8,8 @@
  *     PLAIN with LOCKDEP (JPSYNC_LOCKDEP=1), CHECK (JPSYNC_CHECK=1: misuse
  *     that needs to know the owner aborts), VALGRIND (running under
  *     helgrind or drd: emit the happens-before client requests) and/or
- *     TSAN (the process runs ThreadSanitizer: tell it too, jp__tsan_on).  The fast paths
+ *     TSAN (the process runs ThreadSanitizer: tell it too, jp__tsan_on)
+ *     and/or NO_ASYM (no membarrier(2): mutex.c).  The fast paths
  *     test "mode != PLAIN" and nothing else, so with both off they cost one
  *     predictable branch; 0 (UNKNOWN) also takes the slow branch, which
  *     decides the mode.
@@ -30,6 +31,9 @@
 #define JP_SYNC_VALGRIND 4
 #define JP_SYNC_TSAN     8
 #define JP_SYNC_CHECK    16
+/* No asymmetric fences (park.h: jp__park_asym): jp_mutex's unlock is an
+ * exchange, taken on the checked branch (mutex.c). */
+#define JP_SYNC_NO_ASYM  32
 /* Either: keep each thread's stack of held locks (lockdep.c). */
 #define JP_SYNC_OWNERS (JP_SYNC_LOCKDEP | JP_SYNC_CHECK)
 /* Either detector: emit the happens-before annotations (jp__hb_*). */
@@ -82,13 +86,15 @@ void jp__mutex_unlock_at(jp_mutex_t *m, void *pc);
 
 
 /*
- * The three-state lock-word protocol alone (spin, park, wake one), with no
+ * The lock-word protocol of mutex.c alone (spin, park, wake one), with no
  * checking or annotation: for a lock built on it (rwlock.c).  lock returns
  * 0, or ETIMEDOUT once the (valid) deadline has passed; a past deadline
  * allows one attempt.
  */
 int  jp__mutex_word_lock(_Atomic uint32_t *w, const struct timespec *deadline);
 bool jp__mutex_word_trylock(_Atomic uint32_t *w);
+/* Whether the word is locked (a free word need not be 0: mutex.c). */
+bool jp__mutex_word_locked(_Atomic uint32_t *w);
 void jp__mutex_word_unlock(_Atomic uint32_t *w);
 
 /* ---- "lockdep.c" -------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include "sync.h"
 #include "base/options.h"
 #include "base/os.h"
+#include "base/park.h"
 
 #include <string.h>
 
@@ -49,6 +50,10 @@ int jp__sync_mode_init(void)
 		mode |= JP_SYNC_CHECK;
 	if (jp__tsan_on())
 		mode |= JP_SYNC_TSAN;
+	/* Under valgrind one thread runs at a time, in program order: the
+	 * mutex's store unlock needs no barrier there (mutex.c). */
+	if (!jp__park_asym_setup() && !JP_ON_VALGRIND())
+		mode |= JP_SYNC_NO_ASYM;
 	/* relaxed: the mode is one value, the same whoever computes it. */
 	atomic_store_explicit(&jp__sync_mode, mode, memory_order_relaxed);
 	return mode;

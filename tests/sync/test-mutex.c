@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +231,71 @@ static void test_sleeper_woken(void)
 	CU_ASSERT_EQUAL(m.word, 0);
 }
 
+/* ---- hand-overs that begin on an uncontended word --------------------- */
+
+/*
+ * Every round, the main thread takes the mutex uncontended (so its unlock
+ * is the store of mutex.c), the other thread then locks it and, when the
+ * hold is long, sleeps; the unlock must wake it.  A lost wake-up shows as
+ * an ETIMEDOUT of the 10 s timedlock, not as a hang.  The holds vary from
+ * none to 200 us, so that the waiter marks SLEEPERS at every point of the
+ * unlock.
+ */
+struct rounds {
+	jp_mutex_t m;
+	_Atomic unsigned go, done;
+	unsigned n, failed;
+};
+
+static void *round_waiter(void *arg)
+{
+	struct rounds *r = arg;
+
+	for (unsigned i = 1; i <= r->n; i++) {
+		struct timespec dl;
+
+		while (atomic_load(&r->go) != i)
+			sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += 10;
+		if (jp_mutex_timedlock(&r->m, &dl) != 0) {
+			r->failed = i;
+			atomic_store(&r->done, r->n);
+			return NULL;
+		}
+		jp_mutex_unlock(&r->m);
+		atomic_store(&r->done, i);
+	}
+	return NULL;
+}
+
+static void test_handover_rounds(void)
+{
+	struct rounds r = { .m = JP_MUTEX_INIT };
+	pthread_t t;
+
+	r.n = (unsigned)jp_test_scaled(2000, 200);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, round_waiter, &r), 0);
+	for (unsigned i = 1; i <= r.n && r.failed == 0; i++) {
+		unsigned hold = (i * 2654435761u) >> 24;	/* 0-255 */
+
+		jp_mutex_lock(&r.m);
+		atomic_store(&r.go, i);
+		if (hold > 64)
+			usleep((hold - 64) % 200);
+		else
+			for (unsigned k = 0; k < hold * 8; k++)
+				atomic_signal_fence(memory_order_seq_cst);
+		jp_mutex_unlock(&r.m);
+		while (atomic_load(&r.done) < i)
+			sched_yield();
+	}
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(r.failed, 0);
+	/* Quiescent, the word is free with no sleeper marked. */
+	CU_ASSERT_EQUAL(r.m.word, 0);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -240,6 +306,7 @@ int main(void)
 		{ "timedlock expires with ETIMEDOUT", test_timedlock_expires },
 		{ "timedlock succeeds before its deadline", test_timedlock_succeeds },
 		{ "a sleeping locker is woken by unlock", test_sleeper_woken },
+		{ "hand-overs begun on an uncontended word lose no wake-up", test_handover_rounds },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
