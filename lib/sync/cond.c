@@ -31,7 +31,8 @@
  * thread's lock.
  *
  * Nothing is requeued: woken waiters take the mutex with jp_mutex_lock, so
- * the mutex word turns 2 when they contend and unlock keeps waking them.
+ * the mutex word is marked as having sleepers when they contend, and
+ * unlock keeps waking them.
  */
 #include "sync.h"
 #include "base/os.h"

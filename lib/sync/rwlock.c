@@ -13,7 +13,7 @@
  *            phase number; bit 0 RPARK: readers may be asleep on rin.
  *   rout     bits 12..31: readers that left (RINC each); bit 0 WPARK: the
  *            present writer may be asleep on rout.
- *   wlock    the writers' mutex word (0, 1, 2 as jp_mutex).
+ *   wlock    the writers' mutex word (mutex.c's protocol).
  *   wticket  the rin count the present writer waits rout to reach, with
  *            WHOLD (bit 0) once it holds the lock.
  *

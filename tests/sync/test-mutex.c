@@ -231,6 +231,38 @@ static void test_sleeper_woken(void)
 	CU_ASSERT_EQUAL(m.word, 0);
 }
 
+/* ---- a free word that is not 0 ------------------------------------------ */
+
+/*
+ * A mutex is free with the sleepers' flag still set for a moment during
+ * an unlock (mutex.c): every way to lock takes it then, timedlock with a
+ * past deadline included ("a free mutex is taken even when the deadline
+ * has passed", jp_mutex(3)).  The word's value 0x100 is the flag alone,
+ * whatever the byte order.
+ */
+static void test_free_with_sleepers_flag(void)
+{
+	struct timespec past = { 0, 0 };
+	jp_mutex_t m = JP_MUTEX_INIT;
+
+	m.word = 0x100;
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &past), 0);
+	CU_ASSERT_EQUAL(jp_mutex_trylock(&m), EBUSY);
+	jp_mutex_unlock(&m);
+	CU_ASSERT_EQUAL(m.word, 0);
+
+	m.word = 0x100;
+	CU_ASSERT_EQUAL(jp_mutex_trylock(&m), 0);
+	jp_mutex_unlock(&m);
+	CU_ASSERT_EQUAL(m.word, 0);
+
+	m.word = 0x100;
+	jp_mutex_lock(&m);
+	CU_ASSERT_EQUAL(jp_mutex_timedlock(&m, &past), ETIMEDOUT);
+	jp_mutex_unlock(&m);
+	CU_ASSERT_EQUAL(m.word, 0);
+}
+
 /* ---- hand-overs that begin on an uncontended word --------------------- */
 
 /*
@@ -306,6 +338,7 @@ int main(void)
 		{ "timedlock expires with ETIMEDOUT", test_timedlock_expires },
 		{ "timedlock succeeds before its deadline", test_timedlock_succeeds },
 		{ "a sleeping locker is woken by unlock", test_sleeper_woken },
+		{ "a free word with the sleepers' flag is taken", test_free_with_sleepers_flag },
 		{ "hand-overs begun on an uncontended word lose no wake-up", test_handover_rounds },
 		CU_TEST_INFO_NULL,
 	};
