@@ -131,14 +131,17 @@ int jp__parse_signal(const char *s, int *out)
 		*out = 0;
 		return 0;
 	}
-	if (strncasecmp(s, "SIG", 3) == 0)
+	/* "SIG" goes before a name only: SIG1 is neither (jpsync(7)). */
+	bool sig = strncasecmp(s, "SIG", 3) == 0;
+
+	if (sig)
 		s += 3;
 	for (size_t i = 0; i < JP_ARRAY_SIZE(sig_names); i++)
 		if (strcasecmp(s, sig_names[i].name) == 0) {
 			*out = sig_names[i].sig;
 			return 0;
 		}
-	if (s[0] < '0' || s[0] > '9')
+	if (sig || s[0] < '0' || s[0] > '9')
 		return EINVAL;
 	for (; *s >= '0' && *s <= '9' && v < 1000; s++)
 		v = v * 10 + (uint64_t)(*s - '0');

@@ -92,6 +92,10 @@ static void test_parse_signal(void)
 	CU_ASSERT_EQUAL(jp__parse_signal("", &sig), EINVAL);
 	CU_ASSERT_EQUAL(jp__parse_signal("12x", &sig), EINVAL);
 	CU_ASSERT_EQUAL(jp__parse_signal("99999999999999999999", &sig), EINVAL);
+	/* A name or a number (jpsync(7)): "SIG" goes only before a name. */
+	CU_ASSERT_EQUAL(jp__parse_signal("SIG1", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("sig10", &sig), EINVAL);
+	CU_ASSERT_EQUAL(jp__parse_signal("SIG", &sig), EINVAL);
 	CU_ASSERT_EQUAL(sig, -1);
 }
 
