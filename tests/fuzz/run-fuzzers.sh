@@ -2,7 +2,7 @@
 # run-fuzzers.sh - run the libFuzzer builds of the fuzz targets (make fuzz,
 # make fuzz-ci, make fuzz-known; see tests/fuzz/README).
 #
-#   run-fuzzers.sh --bin DIR --corpus DIR --work DIR MODE TARGET...
+#   run-fuzzers.sh --bin DIR --corpus DIR --work DIR [--jobs N] MODE TARGET...
 #
 # MODE is one of
 #   --seconds N   each target N seconds from its corpus, a random seed;
@@ -12,6 +12,10 @@
 #   --known DIR   each input of DIR/TARGET/ once with FUZZ_KNOWN=1, which
 #                 turns on the checks of known failures: each should fail
 #                 until its issue is fixed.
+# --jobs N (default: $FUZZ_JOBS, else 1) runs up to N targets at once,
+# each in its own process (the targets are single-threaded, alloc-mt runs
+# two threads); each target's output is printed whole, in the order given,
+# when all have finished.  A target's executions do not depend on N.
 # New inputs that reach new code go to WORK/TARGET/new/ (copy the useful
 # ones into the corpus); a crash, a model violation, a timeout, a leak or
 # running out of memory writes the input to WORK/TARGET/ and is printed as
@@ -20,12 +24,13 @@
 # passes: close its issue and move the input into the corpus).
 set -u
 
-bin= corpus= work= mode= arg=
+bin= corpus= work= mode= arg= jobs=${FUZZ_JOBS:-1}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bin) bin=$2; shift 2 ;;
 	--corpus) corpus=$2; shift 2 ;;
 	--work) work=$2; shift 2 ;;
+	--jobs) jobs=$2; shift 2 ;;
 	--seconds) mode=seconds; arg=$2; shift 2 ;;
 	--ci) mode=ci; shift ;;
 	--known) mode=known; arg=$2; shift 2 ;;
@@ -40,10 +45,11 @@ if [ -z "$bin" ] || [ -z "$corpus" ] || [ -z "$work" ] || [ -z "$mode" ] || [ $#
 fi
 
 # CI: executions per target, sized so that all of them together take about
-# five minutes on the project's 2-core machine, inside CI's hour
-# (2026-12-03: alloc 65 s, alloc-check 17 s, the others 20-60 s; alloc
-# draws edge sizes since then, which cost it 2.5 times its earlier time
-# per execution).  Longer hunts: make fuzz.  A target not listed gets 10000.
+# eleven minutes of CPU on the project's 2-core machine, six with --jobs 2,
+# inside CI's hour (2026-12-06, one at a time: alloc 212 s, queue 128 s,
+# diff 111 s, alloc-mt 65 s, the others 19-47 s; alloc draws edge sizes,
+# which cost it 2.5 times its earlier time per execution).  Longer hunts:
+# make fuzz.  A target not listed gets 10000.
 ci_runs() {
 	case $1 in
 	alloc) echo 25000 ;;
@@ -64,8 +70,38 @@ CI_SEED=20261201
 # thousand operations), a hang of 10 s or 2 GiB of memory is a finding.
 common="-max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1"
 
+case $jobs in
+''|*[!0-9]*|0) echo "run-fuzzers.sh: --jobs wants a count of 1 or more, not '$jobs'" >&2; exit 2 ;;
+esac
+
 failed=0
 summary=
+
+# Several at once: this script once per target, xargs keeping N running;
+# then each target's output and summary line, in the order given.
+if [ "$jobs" -gt 1 ] && [ $# -gt 1 ]; then
+	mkdir -p "$work"
+	export FUZZ_SELF="$0" FUZZ_BIN="$bin" FUZZ_CORPUS="$corpus" \
+		FUZZ_WORK="$work" FUZZ_MODE="$mode" FUZZ_ARG="$arg"
+	printf '%s\n' "$@" | xargs -P "$jobs" -I{} sh -c '
+		t=$0
+		case $FUZZ_MODE in ci) set -- --ci ;; *) set -- "--$FUZZ_MODE" "$FUZZ_ARG" ;; esac
+		FUZZ_JOBS=1 sh "$FUZZ_SELF" --bin "$FUZZ_BIN" --corpus "$FUZZ_CORPUS" \
+			--work "$FUZZ_WORK" "$@" -- "$t" >"$FUZZ_WORK/$t.out" 2>&1
+		echo $? >"$FUZZ_WORK/$t.rc"' {}
+	for t in "$@"; do
+		out=$work/$t.out
+		sed '/^fuzz: summary/,$d' "$out" | sed '${/^$/d;}'
+		line=$(sed -n '/^fuzz: summary/,${/^fuzz: summary/d;/^$/d;p;}' "$out")
+		summary="$summary
+${line:-$t: no summary (see $out)}"
+		[ "$(cat "$work/$t.rc" 2>/dev/null)" = 0 ] || failed=1
+	done
+	echo
+	echo "fuzz: summary ($mode, $jobs at once)$summary"
+	exit $failed
+fi
+
 for t in "$@"; do
 	exe=$bin/fuzz-$t
 	dir=$work/$t
