@@ -140,7 +140,7 @@ static inline void jp__hb_after(const void *obj)
  * changes (a valgrind client request costs a dozen instructions even
  * outside valgrind).
  */
-extern bool jp__annotate;
+extern JP_HIDDEN bool jp__annotate;
 #define JP_HB_RELEASE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_before(obj); } while (0)
 #define JP_HB_ACQUIRE(obj) do { if (jp_unlikely(jp__annotate)) jp__hb_after(obj); } while (0)
 

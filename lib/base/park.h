@@ -107,7 +107,7 @@ bool jp__park_may_spin(void);
  * build).  Decided by a constructor, at load time; jp__park_asym_setup
  * decides it (again) and returns it, for a caller that may come first.
  */
-extern bool jp__park_asym;
+extern JP_HIDDEN bool jp__park_asym;
 bool jp__park_asym_setup(void);
 
 /* ---- the futex word ------------------------------------------------------ */
@@ -129,7 +129,7 @@ int jp__park_wait(const _Atomic uint32_t *word, uint32_t seen,
  * the tests that check a blocked caller sleeps rather than spins
  * (tests/queue/test-queue-park.c).  Not exported.
  */
-extern _Atomic unsigned long jp__park_sleeps;
+extern JP_HIDDEN _Atomic unsigned long jp__park_sleeps;
 
 /* Wake at most n sleepers of word (INT_MAX: all); returns how many woke. */
 int jp__park_wake(const _Atomic uint32_t *word, int n);

@@ -52,7 +52,7 @@ static inline _Atomic uint32_t *jp__cond_word(jp_cond_t *c)
 
 /* ---- "sync_mode.c" ------------------------------------------------------ */
 
-extern _Atomic int jp__sync_mode;
+extern JP_HIDDEN _Atomic int jp__sync_mode;
 /* Decide the mode (options, valgrind) and return it. */
 int jp__sync_mode_init(void);
 
