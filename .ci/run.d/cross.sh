@@ -5,8 +5,7 @@
 # under qemu-user through tests/target-exec.sh (README, "Architectures").
 # Each build is checked against its own ABI baseline (lib/abi/) by its make
 # check.  The amd64 make check ran in .ci/run's first step, with the
-# checks of the source tree alone, left out here (SOURCE_CHECKS=); the
-# checks of the installation (INSTALL_CHECKS=) run on i386 only.
+# checks of the source tree alone, left out here (SOURCE_CHECKS=).
 # JP_CROSS_ARCHS (default "i386 arm64 s390x") chooses; i386 scales the
 # stress sizes by JP_CROSS_I386_SCALE (default 0.2, as .ci/run's other
 # native builds), the emulated runs by JP_CROSS_SCALE (default 0.1).
@@ -23,10 +22,9 @@ scripts/install-deps.sh --cross
 results=
 for arch in ${JP_CROSS_ARCHS:-i386 arm64 s390x}; do
   case $arch in
-    i386) host=i686-linux-gnu multiarch=i386-linux-gnu scale=${JP_CROSS_I386_SCALE:-0.2}
-          install_checks=yes ;;
-    arm64) host=aarch64-linux-gnu multiarch=$host scale=${JP_CROSS_SCALE:-0.1} install_checks=no ;;
-    s390x) host=s390x-linux-gnu multiarch=$host scale=${JP_CROSS_SCALE:-0.1} install_checks=no ;;
+    i386) host=i686-linux-gnu multiarch=i386-linux-gnu scale=${JP_CROSS_I386_SCALE:-0.2} ;;
+    arm64) host=aarch64-linux-gnu multiarch=$host scale=${JP_CROSS_SCALE:-0.1} ;;
+    s390x) host=s390x-linux-gnu multiarch=$host scale=${JP_CROSS_SCALE:-0.1} ;;
     *) die "no cross setup for $arch" ;;
   esac
   dir=build-$arch
@@ -41,13 +39,7 @@ for arch in ${JP_CROSS_ARCHS:-i386 arm64 s390x}; do
   # Every suite runs; a case that cannot run under qemu-user is left out
   # by the suite itself, by name, with the reason (jp_test_unregister).
   say "$arch: make check (JPSYNC_TEST_SCALE=$scale)"
-  # The checks of the installation (INSTALL_CHECKS: pkg-config, CMake, the
-  # README's example against a DESTDIR tree) run on i386, natively; under
-  # qemu they would check the same files, slowly.
-  skip=SOURCE_CHECKS=
-  [ "$install_checks" = yes ] || skip="$skip INSTALL_CHECKS="
-  # shellcheck disable=SC2086 # $skip: one or two assignments
-  if ! JPSYNC_TEST_SCALE=$scale make -C "$dir" -j"$jobs" check $skip > "$dir/check.out" 2>&1; then
+  if ! JPSYNC_TEST_SCALE=$scale make -C "$dir" -j"$jobs" check SOURCE_CHECKS= > "$dir/check.out" 2>&1; then
     grep -E '^(FAIL|ERROR)' "$dir/check.out" || true
     find "$dir" -name '*.log' -newer "$dir/config.status" |
       xargs -r grep -l -E '^(FAIL|ERROR)' | head -10 |
