@@ -232,7 +232,7 @@ static void free_block_check(const struct jp_span *s, const unsigned char *b)
 /* A transfer chain of at most fit blocks comes whole, however long; else
  * the blocks come from the spans (central.h). */
 uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
-			  uint32_t fit, void **out, void **last)
+			  uint32_t fit, void **out, void **last, uint32_t *credit)
 {
 	struct jp_central *k = &jp__central[shard][cls];
 	void *head = NULL, **tail = &head;
@@ -250,7 +250,8 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 		k->xfer_blocks -= c.n;
 		jp__unlock(&k->lock);
 		/* The refill follows its link at once (the others are
-		 * checked as the bin pops them). */
+		 * checked as the bin pops them).  A chain's blocks count as
+		 * out of the spans already. */
 		chain_block_check(c.head);
 		*out = c.head;
 		*last = NULL;
@@ -325,7 +326,7 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 	}
 	k->used_blocks += got;
 	jp__unlock(&k->lock);
-	jp__live_add((uint64_t)got * jp__classes[cls].bsize);
+	jp__live_add_local(credit, (uint64_t)got * jp__classes[cls].bsize);
 	*out = head;
 	*last = (void *)tail;
 	return got;
@@ -337,7 +338,7 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
  * per run of blocks of the same shard: a thread's own blocks, or a run of
  * another's).  Returns the rest of the chain (the link of the n-th block).
  */
-void *jp__central_put(uint32_t cls, void *head, size_t n)
+void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit)
 {
 	struct jp_central *k = NULL;
 	unsigned cur = JP_NSHARDS;
@@ -395,7 +396,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n)
 	/* Once for the whole chain (a decrease sets no peak, so one add per
 	 * shard would tell nothing more). */
 	if (n > 0)
-		jp__live_add(-(uint64_t)n * jp__classes[cls].bsize);
+		jp__live_add_local(credit, -(uint64_t)n * jp__classes[cls].bsize);
 	return head;
 }
 
@@ -419,7 +420,7 @@ static void xfer_drain(unsigned a)
 		k->xfer_blocks = 0;
 		jp__unlock(&k->lock);
 		for (uint32_t j = 0; j < n; j++)
-			jp__central_put(cls, c[j].head, c[j].n);
+			jp__central_put(cls, c[j].head, c[j].n, NULL);
 	}
 }
 

@@ -60,10 +60,11 @@ void jp__central_init(void);
  * blocks comes whole.  Returns the count, 0 when out of memory.
  */
 uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
-			  uint32_t fit, void **out, void **last);
+			  uint32_t fit, void **out, void **last, uint32_t *credit);
 /* Return the first n blocks of chain head to their spans; returns the
- * rest of the chain. */
-void *jp__central_put(uint32_t cls, void *head, size_t n);
+ * rest of the chain.  credit: the caller's thread cache's share of the
+ * live bytes (jp__live_add_local), which both count through, or NULL. */
+void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit);
 /* Keep the first n blocks of chain head whole as a transfer chain (all:
  * exactly n blocks ending in a NULL link); returns the rest, or head when
  * it was not kept. */

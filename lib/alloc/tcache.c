@@ -235,7 +235,7 @@ static void bin_give_back(struct jp_heap *h, uint32_t cls, uint32_t n,
 		b->head = rest;
 		return;
 	}
-	b->head = jp__central_put(cls, b->head, n);
+	b->head = jp__central_put(cls, b->head, n, &h->live_credit);
 }
 
 /* How many bytes each thread's bins may grow by: an equal share of
@@ -317,6 +317,7 @@ static void heap_destroy(void *arg)
 	unsigned shard = h->shard;
 
 	jp__heap_flush(h);
+	jp__live_flush(&h->live_credit);
 	jp__tls_heap = &jp__empty_heap;
 	jp__lock(&jp__heap_lock);
 	heap_fold(h);	/* keep the counts of a heap that goes away */
@@ -348,7 +349,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls)
 	 * are few per span, and spread over the shards their spans would
 	 * rarely empty (a lock round trip is cheap next to such a block). */
 	got = jp__central_take(jp__classes[cls].bsize > JP_BIN_BLOCK_MAX ? 0 : h->shard,
-			       cls, refill_want(b), b->max, &chain, &tail);
+			       cls, refill_want(b), b->max, &chain, &tail, &h->live_credit);
 	if (got == 0) {
 		errno = ENOMEM;
 		return NULL;
@@ -389,14 +390,15 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 	((uintptr_t *)p)[1] = jp__settings.key;
 	if (h == NULL) {
 		/* No heap for this thread (out of memory): straight back. */
-		jp__central_put(cls, p, 1);
+		jp__central_put(cls, p, 1, NULL);
 		return;
 	}
 	b = &h->bins[cls];
 	if (b->max == 0) {
-		/* No cache (valgrind, JPSYNC_CHECK): straight back. */
+		/* No cache (valgrind, JPSYNC_CHECK, or the empty heap of a
+		 * thread that exits): straight back. */
 		JP_CNT_ADD(h->nflush[cls], 1);
-		jp__central_put(cls, p, 1);
+		jp__central_put(cls, p, 1, h->is_empty ? NULL : &h->live_credit);
 		return;
 	}
 	if (b->head == NULL && s->shard != h->shard) {
@@ -411,7 +413,7 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 		 * here only by a new heap: the fast path fills the others.)
 		 */
 		JP_CNT_ADD(h->nflush[cls], 1);
-		jp__central_put(cls, p, 1);
+		jp__central_put(cls, p, 1, &h->live_credit);
 		return;
 	}
 	if (JP_CN_CREDIT(JP_CNT_LOAD(b->cn)) == 0)

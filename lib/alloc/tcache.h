@@ -46,6 +46,7 @@ struct jp_heap {
 	uint8_t live;
 	uint8_t is_empty;		/* the static empty heap */
 	uint8_t shard;			/* where its bins refill and flush */
+	uint32_t live_credit;		/* see jp__live_add_local */
 };
 
 #define JP_CN_ALLOC	(((uint64_t)1 << 16) + 1)	/* one handed out */

@@ -362,10 +362,11 @@ static void test_stats_signal(void)
 }
 
 /*
- * In use, its peak and given back, to the byte, in a fresh process
- * (the peak is a process's): a thousand small blocks and 65 MiB held at
- * once then freed, an 8 MiB block shrunk in place, nine huge blocks
- * through the huge cache.  The helper prints what differs.
+ * In use and given back to the byte, and the peak within the thread's
+ * step of the live count, in a fresh process (the peak is a process's): a
+ * thousand small blocks and 65 MiB held at once then freed, an 8 MiB
+ * block shrunk in place, 65 huge blocks through the huge cache, and a
+ * peak after 100 threads came and went.  The helper prints what differs.
  */
 static void test_stats_exact(void)
 {
