@@ -43,10 +43,20 @@ void jp__lock_slow(struct jp__lock *l, uintptr_t me)
 		uint32_t seq;
 
 		/* seq_cst: announce ourselves before the last look at the
-		 * owner, so that a releaser either sees us and bumps seq, or
-		 * released before our look and we take the lock. */
+		 * owner, so that a releaser either sees us and wakes one of
+		 * us, or released before our look and we take the lock. */
 		atomic_fetch_add(&l->waiters, 1);
 		seq = atomic_load(&l->seq);
+		/* A wake is pending (seq odd): we may be the waiter it woke,
+		 * and we are about to look at the owner, so the next release
+		 * may wake another.  Cleared before that look, so that the
+		 * release of a holder that beats us to the lock sees it
+		 * clear. */
+		while ((seq & 1) != 0 &&
+		       !atomic_compare_exchange_weak(&l->seq, &seq, seq + 1))
+			;
+		if ((seq & 1) != 0)
+			seq++;
 		z = 0;
 		if (atomic_compare_exchange_strong(&l->owner, &z, me)) {
 			atomic_fetch_sub(&l->waiters, 1);
@@ -57,10 +67,23 @@ void jp__lock_slow(struct jp__lock *l, uintptr_t me)
 	}
 }
 
+/*
+ * One wake at a time: seq odd means a wake was sent and no waiter has come
+ * back to look at the owner since.  A release then leaves the sleepers be:
+ * that waiter will look after this release's store.  Before, every
+ * release made a futex call until the woken thread ran: with 4 threads on
+ * 2 cores, 80 calls per sleep (xmalloc-test: 135,000 FUTEX_WAKE a second
+ * for 1,700 waits).
+ */
 void jp__unlock_wake(struct jp__lock *l)
 {
-	atomic_fetch_add(&l->seq, 1);
-	jp__futex_wake(&l->seq, 1);
+	uint32_t seq = atomic_load(&l->seq);
+
+	while ((seq & 1) == 0)
+		if (atomic_compare_exchange_weak(&l->seq, &seq, seq + 1)) {
+			jp__futex_wake(&l->seq, 1);
+			return;
+		}
 }
 
 void jp__lock_init(struct jp__lock *l)

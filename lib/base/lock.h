@@ -9,7 +9,9 @@
  * releases it: a fork handler that runs in a signal handler can tell, at
  * any instruction, whether the code it interrupted holds the lock (it must
  * not wait for it then).  Sleepers wait on a separate futex word, seq,
- * which the releaser bumps when it sees a sleeper.
+ * which a releaser that sees waiters makes odd, a wake pending, and wakes
+ * one; the next waiter to look at the owner makes it even again, and until
+ * then releases wake no one (lock.c; tests/base/model-lock.py).
  *
  * Lock order (who may take which while holding which): a class lock of one
  * shard at a time (central.c), then the segment lock (segment.c), then the
@@ -33,7 +35,7 @@
 struct jp__lock {
 	_Atomic uintptr_t owner;	/* pthread_self() of the holder, or 0 */
 	_Atomic uint32_t waiters;	/* threads in the slow path */
-	_Atomic uint32_t seq;		/* futex word: bumped by a releaser */
+	_Atomic uint32_t seq;		/* futex word: odd while a wake is pending */
 };
 
 /* Set once at start when a race detector that does not see this library's
