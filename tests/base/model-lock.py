@@ -17,7 +17,8 @@ so two owners cannot be.  Exit status 0 when every configuration passes.
 --mutant=NAME takes a part of the protocol out, and the model must then
 find a lost wake-up (exit status 0 when it does, 1 when it does not):
 no-clear (a waiter never clears a pending wake), clear-late (it clears it
-after its look at the owner, not before).  Keep the model in step with
+after its look at the owner, not before); --mutants lists them, and
+tests/check-models.sh runs every way.  Keep the model in step with
 jp__lock_slow and jp__unlock_wake (lock.c) and jp__unlock (lock.h).
 """
 import sys
@@ -25,10 +26,13 @@ import sys
 MUTANTS = ('no-clear', 'clear-late')
 MUTANT = None
 for a in sys.argv[1:]:
+    if a == '--mutants':
+        print(' '.join(MUTANTS))
+        sys.exit(0)
     if a.startswith('--mutant=') and a.split('=', 1)[1] in MUTANTS:
         MUTANT = a.split('=', 1)[1]
     else:
-        sys.exit('usage: model-lock.py [--mutant=%s]' % '|'.join(MUTANTS))
+        sys.exit('usage: model-lock.py [--mutants | --mutant=%s]' % '|'.join(MUTANTS))
 
 
 def run(scripts, spurious):

@@ -16,8 +16,8 @@ With --mutant=NAME a part of the protocol is taken out, and the model must
 then fail (exit status 0 when it does, 1 when it still passes): no-nap
 (the first sleep after marking a word that was LOCKED alone is unbounded),
 no-fence (membarrier before a second sleep left out), no-handover (a
-timed lock that gives up unfenced wakes nobody).  tests/sync/
-check-mutex-model.sh runs both ways.  Keep the model in step with
+timed lock that gives up unfenced wakes nobody); --mutants lists them.
+tests/check-models.sh runs every way.  Keep the model in step with
 mutex.c: lock_slow, give_up_unfenced, try_lock, unlock_store, unlock_rmw,
 wake_sleeper.
 """
@@ -26,14 +26,18 @@ from collections import deque
 
 L, S = 1, 2                 # bit encoding of (b0, b1) as int: b0 -> 1, b1 -> 2
 BOTH = 3
+MUTANTS = ('no-nap', 'no-fence', 'no-handover')
 MUTANT = None
 for a in sys.argv[1:]:
+    if a == '--mutants':
+        print(' '.join(MUTANTS))
+        sys.exit(0)
     if a.startswith('--mutant='):
         MUTANT = a.split('=', 1)[1]
-        if MUTANT not in ('no-nap', 'no-fence', 'no-handover'):
+        if MUTANT not in MUTANTS:
             sys.exit('model-mutex.py: unknown mutant %s' % MUTANT)
     else:
-        sys.exit('usage: model-mutex.py [--mutant=no-nap|no-fence|no-handover]')
+        sys.exit('usage: model-mutex.py [--mutants | --mutant=%s]' % '|'.join(MUTANTS))
 # A membarrier that fails (it does not, once registered): lock_slow then
 # keeps every sleep a nap.  Always explored.
 FENCE_MAY_FAIL = True
