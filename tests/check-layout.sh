@@ -96,7 +96,7 @@ done < "$inc_list"
 # may include any; 6 is stats.h, theirs alone (the statistics read every
 # layer, and no layer calls them).  A new header or file gets a rank here.
 ALLOC_RANKS="alloc_init:0 sizeclass:1 counter:0 stats:6 segment:1 huge:1
-  huge_cache:1 quarantine:1 central:2 tcache:3 prof:3 prof_draw:3 check:4 check_fault:4
+  huge_cache:1 quarantine:1 central:2 shard:2 tcache:3 prof:3 prof_draw:3 check:4 check_fault:4
   leaks:5 leaks_stop:5"
 ALLOC_TOP="alloc.c alloc_init.c alloc_fork.c alloc_stats.c stats_table.c"
 # Named exceptions, "file:header" (none today: the size of a bin, which

@@ -10,8 +10,10 @@
  * chain back in one step (the front of one too long for it): a block freed
  * by a consumer thread reaches a producer with no walk of a span's free
  * list.  Otherwise blocks go back to the spans they came from, and an
- * empty bin is refilled from the spans.  Nothing is popped without the
- * lock, so there is no ABA to guard against.
+ * empty bin is refilled from the spans (of its own shard, or, when none
+ * has room, one adopted from a shard whose threads have all exited:
+ * shard.c).  Nothing is popped without the lock, so there is no ABA to
+ * guard against.
  *
  * A span whose blocks are all back is given to its segment (one empty
  * one-slice span is kept per class and shard, so that a class that keeps
@@ -47,9 +49,6 @@
 #include <string.h>
 
 struct jp_central jp__central[JP_NSHARDS][JP_NCLASSES];
-unsigned jp__nshards = 1;		/* in use: 4 per CPU, at most 8 */
-/* Live heaps per shard. */
-static _Atomic unsigned shard_heaps[JP_NSHARDS];
 
 /* Classes above JP_BIN_BLOCK_MAX have guards in their free blocks: the
  * thread caches never hold them, so every free passes here.  The head
@@ -68,35 +67,9 @@ void jp__central_init(void)
 		for (uint32_t c = 0; c < JP_NCLASSES; c++) {
 			jp__lock_init(&jp__central[a][c].lock);
 			JP_BENIGN_RACE(&jp__central[a][c].nxfer, sizeof(uint32_t),
-				       "read without the lock by xfer_drain");
+				       "read without the lock by jp__central_drain");
 		}
-	jp__nshards = jp__os_cpu_count() * 4;
-	if (jp__nshards < 1)
-		jp__nshards = 1;
-	if (jp__nshards > JP_NSHARDS)
-		jp__nshards = JP_NSHARDS;
-	JP_BENIGN_RACE(shard_heaps, sizeof shard_heaps, "atomic counts of heaps");
-}
-
-static void span_link(struct jp_central *k, struct jp_span *s)
-{
-	s->prev = NULL;
-	s->next = k->spans;
-	if (k->spans != NULL)
-		k->spans->prev = s;
-	k->spans = s;
-	s->in_list = 1;
-}
-
-static void span_unlink(struct jp_central *k, struct jp_span *s)
-{
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		k->spans = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	s->in_list = 0;
+	jp__shard_init();
 }
 
 static struct jp_span *span_new(struct jp_central *k, unsigned shard, uint32_t cls,
@@ -107,7 +80,7 @@ static struct jp_span *span_new(struct jp_central *k, unsigned shard, uint32_t c
 
 	if (s == NULL)
 		return NULL;
-	s->shard = (uint8_t)shard;
+	__atomic_store_n(&s->shard, (uint8_t)shard, __ATOMIC_RELAXED);
 	s->cls = cls;
 	s->bsize = kc->bsize;
 	s->nblocks = kc->nblocks;
@@ -121,8 +94,26 @@ static struct jp_span *span_new(struct jp_central *k, unsigned shard, uint32_t c
 	jp__span_publish(s);
 	k->nspans++;
 	k->empty_spans++;
-	span_link(k, s);
+	jp__span_link(k, s);
 	return s;
+}
+
+/* Lock the class lock of the shard span s is under (*shard: it), which
+ * an adoption may change until that lock is held. */
+static struct jp_central *lock_span_shard(const struct jp_span *s, uint32_t cls,
+					  unsigned *shard)
+{
+	for (;;) {
+		unsigned a = jp__span_shard(s);
+		struct jp_central *k = &jp__central[a][cls];
+
+		jp__lock(&k->lock);
+		if (jp__span_shard(s) == a) {
+			*shard = a;
+			return k;
+		}
+		jp__unlock(&k->lock);	/* adopted meanwhile */
+	}
 }
 
 static void xfer_drain_all(void);
@@ -280,6 +271,8 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 		struct jp_span *s = k->spans;
 		void *b;
 
+		if (s == NULL)
+			s = jp__span_adopt(k, shard, cls);
 		if (s == NULL && (s = span_new(k, shard, cls, drained)) == NULL) {
 			if (drained)
 				break;	/* out of memory */
@@ -322,7 +315,7 @@ uint32_t jp__central_take(unsigned shard, uint32_t cls, uint32_t want,
 			got++;
 		}
 		if (s->free == NULL && s->bump >= s->bump_end)
-			span_unlink(k, s);	/* full: back in on a free */
+			jp__span_unlink(k, s);	/* full: back in on a free */
 	}
 	k->used_blocks += got;
 	jp__unlock(&k->lock);
@@ -349,15 +342,13 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit)
 		struct jp_span *s = jp__span_of((uintptr_t)b);
 
 		head = *(void **)b;
-		if (s->shard != cur) {
+		if (jp__span_shard(s) != cur) {
 			if (k != NULL) {
 				k->used_blocks -= moved;
 				jp__unlock(&k->lock);
 			}
-			cur = s->shard;
-			k = &jp__central[cur][cls];
+			k = lock_span_shard(s, cls, &cur);
 			moved = 0;
-			jp__lock(&k->lock);
 		}
 		*(void **)b = s->free;
 		/* The key here, whatever the block's way back: a block a
@@ -371,7 +362,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit)
 		JP_VG_FREELIKE(b);
 		moved++;
 		if (!s->in_list)
-			span_link(k, s);
+			jp__span_link(k, s);
 		if (--s->used == 0) {
 			/* JPSYNC_CHECK keeps every span: a freed block
 			 * stays where check mode can find it again (its
@@ -382,7 +373,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit)
 				 * spans; give the others to their segment for
 				 * any class (with 8 shards, kept spans of up
 				 * to 1 MiB of every big class would add up). */
-				span_unlink(k, s);
+				jp__span_unlink(k, s);
 				k->nspans--;
 				jp__span_release(s);
 			} else
@@ -401,7 +392,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit)
 }
 
 /* Send the transfer chains of shard a back to their spans. */
-static void xfer_drain(unsigned a)
+void jp__central_drain(unsigned a)
 {
 	for (uint32_t cls = 0; cls < JP_NCLASSES; cls++) {
 		struct jp_central *k = &jp__central[a][cls];
@@ -427,7 +418,7 @@ static void xfer_drain(unsigned a)
 static void xfer_drain_all(void)
 {
 	for (unsigned a = 0; a < JP_NSHARDS; a++)
-		xfer_drain(a);
+		jp__central_drain(a);
 }
 
 /*
@@ -437,14 +428,14 @@ static void xfer_drain_all(void)
  */
 void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all)
 {
-	unsigned shard = jp__span_of((uintptr_t)head)->shard;
+	unsigned shard = jp__span_shard(jp__span_of((uintptr_t)head));
 	struct jp_central *k = &jp__central[shard][cls];
 	uint64_t bs = jp__classes[cls].bsize;
 	void *rest = NULL;
 
 	/* relaxed: a hint; a chain kept just as the shard's last thread
 	 * exits waits for the shard's next thread, or jp_alloc_trim. */
-	if (atomic_load_explicit(&shard_heaps[shard], memory_order_relaxed) == 0)
+	if (jp__shard_threads(shard) == 0)
 		return head;
 	jp__lock(&k->lock);
 	if (k->nxfer == JP_XFER_SLOTS || (k->xfer_blocks + n) * bs > XFER_BYTES) {
@@ -468,49 +459,13 @@ void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all)
 	return rest;
 }
 
-/*
- * The shard with the fewest threads, the lowest-numbered of those, joined:
- * threads spread over the shards, and a program whose threads come and go
- * keeps to the same few shards, whose spans already hold its blocks (a
- * round robin would leave partly used spans of every class in every shard).
- * relaxed: the counts are hints, and for jp__central_keep; a drain is
- * ordered by the class locks it takes.
- */
-unsigned jp__shard_join(void)
-{
-	unsigned best = 0, least = UINT_MAX;
-
-	for (unsigned a = 0; a < jp__nshards; a++) {
-		unsigned n = atomic_load_explicit(&shard_heaps[a], memory_order_relaxed);
-
-		if (n < least) {
-			least = n;
-			best = a;
-		}
-	}
-	atomic_fetch_add_explicit(&shard_heaps[best], 1, memory_order_relaxed);
-	return best;
-}
-
-unsigned jp__shard_threads(unsigned shard)
-{
-	return atomic_load_explicit(&shard_heaps[shard], memory_order_relaxed);
-}
-
-void jp__shard_leave(unsigned shard)
-{
-	/* No thread of this shard left to take its chains (jp__central_keep
-	 * keeps no more there until one comes). */
-	if (atomic_fetch_sub_explicit(&shard_heaps[shard], 1, memory_order_relaxed) == 1)
-		xfer_drain(shard);
-}
-
 /* Is p on a transfer chain of its class (in any shard: a chain goes to
  * the shard of its first block), or on its span's free list?  (The
  * double-free check.) */
 bool jp__central_holds(void *p, struct jp_span *s)
 {
-	struct jp_central *k = &jp__central[s->shard][s->cls];
+	struct jp_central *k;
+	unsigned shard;
 	bool found = false;
 	uint64_t n = 0;
 
@@ -531,7 +486,7 @@ bool jp__central_holds(void *p, struct jp_span *s)
 	}
 	if (found)
 		return true;
-	jp__lock(&k->lock);
+	k = lock_span_shard(s, s->cls, &shard);
 	n = 0;
 	for (void *q = s->free; q != NULL && n < s->nblocks; n++) {
 		void *next;
@@ -563,7 +518,7 @@ size_t jp__central_trim(void)
 		for (s = k->spans; s != NULL; s = next) {
 			next = s->next;
 			if (s->used == 0) {
-				span_unlink(k, s);
+				jp__span_unlink(k, s);
 				k->nspans--;
 				k->empty_spans--;
 				total += (size_t)s->nslices * JP_SLICE_SIZE;

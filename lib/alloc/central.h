@@ -15,14 +15,13 @@
 #include "base/jp_internal.h"
 #include "base/lock.h"
 #include "sizeclass.h"
+#include "segment.h"
 
 #include <stdbool.h>
 
 #pragma GCC visibility push(hidden)	/* see alloc_init.h */
 
 #define JP_NSHARDS	8	/* at most; 4 per CPU are used */
-
-struct jp_span;
 
 /*
  * A chain of free blocks that a bin gave back whole, kept as it is so that
@@ -38,7 +37,9 @@ struct jp_chain {
 };
 
 /* The shared lists of one class in one shard.  A span belongs to one
- * shard; a block goes back to its span's shard, whichever thread frees it. */
+ * shard; a block goes back to its span's shard, whichever thread frees it.
+ * A thread whose shard has no span of a class with room adopts one from a
+ * shard no thread uses before it carves a new one (jp__span_shard). */
 struct jp_central {
 	struct jp__lock lock;
 	struct jp_span *spans;	/* spans with free blocks (or empty) */
@@ -51,7 +52,32 @@ struct jp_central {
 } JP_ALIGNED_CL;
 
 extern struct jp_central jp__central[JP_NSHARDS][JP_NCLASSES];
+
+/* Link span s into, or out of, the list of spans of k (its lock held). */
+static inline void jp__span_link(struct jp_central *k, struct jp_span *s)
+{
+	s->prev = NULL;
+	s->next = k->spans;
+	if (k->spans != NULL)
+		k->spans->prev = s;
+	k->spans = s;
+	s->in_list = 1;
+}
+
+static inline void jp__span_unlink(struct jp_central *k, struct jp_span *s)
+{
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		k->spans = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	s->in_list = 0;
+}
+
 extern unsigned jp__nshards;		/* in use */
+/* Spans adopted from shards no thread used (a count for the tests). */
+extern _Atomic unsigned long jp__spans_adopted;
 void jp__central_init(void);
 /*
  * Take up to want blocks of class cls from shard, linked through word 0
@@ -71,13 +97,23 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit);
 void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all);
 /* Is p on a transfer chain of its class, or on the free list of s? */
 bool jp__central_holds(void *p, struct jp_span *s);
+/* Send the transfer chains of shard a back to their spans. */
+void jp__central_drain(unsigned a);
+
+/* ---- the shards (shard.c) ---- */
+/* Decide jp__nshards (from the CPU count); once, at start. */
+void jp__shard_init(void);
 /* A thread's heap joins the shard with the fewest threads (returned), or
  * leaves its shard; the last to leave sends the shard's chains back to
  * their spans. */
 unsigned jp__shard_join(void);
 void jp__shard_leave(unsigned shard);
-/* The live heaps of a shard now (a statistic: relaxed). */
+/* The live heaps of a shard now (a hint, read relaxed). */
 unsigned jp__shard_threads(unsigned shard);
+/* Shard shard has no span of class cls with room (k, its lists, locked):
+ * a span with room taken from a shard no thread uses and linked into k's
+ * list, or NULL. */
+struct jp_span *jp__span_adopt(struct jp_central *k, unsigned shard, uint32_t cls);
 /* Send every chain back and give entirely free spans to their segments. */
 size_t jp__central_trim(void);
 

@@ -95,7 +95,7 @@ struct jp_span {
 	uint16_t slice;		/* first slice index */
 	uint16_t nslices;
 	uint8_t in_list;	/* linked in the class's list */
-	uint8_t shard;		/* whose lists it is on */
+	uint8_t shard;		/* whose lists it is on (jp__span_shard) */
 	uint32_t nsampled;	/* its blocks in the heap profile (prof.c;
 				 * under its lock) */
 	/* A filter of those blocks' addresses (jp__prof_bit): a free whose
@@ -103,6 +103,17 @@ struct jp_span {
 	 * cleared with the last sample; read relaxed by free_generic. */
 	uint64_t sampled_mask;
 };
+
+/*
+ * The shard whose lists and lock a span is under.  It changes only when a
+ * thread adopts the span from a shard no thread uses, with the class locks
+ * of both shards held (central.c); so it is read relaxed as a hint without
+ * a lock, and is final while the lock of the shard it names is held.
+ */
+static inline unsigned jp__span_shard(const struct jp_span *s)
+{
+	return __atomic_load_n(&s->shard, __ATOMIC_RELAXED);
+}
 
 /*
  * What the fast path of jp_free reads of the span a slice belongs to, kept

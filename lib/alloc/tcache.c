@@ -401,7 +401,7 @@ void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s)
 		jp__central_put(cls, p, 1, h->is_empty ? NULL : &h->live_credit);
 		return;
 	}
-	if (b->head == NULL && s->shard != h->shard) {
+	if (b->head == NULL && jp__span_shard(s) != h->shard) {
 		/*
 		 * A block from another shard into an empty bin: a thread's
 		 * first free of the class, typically of what the thread that
