@@ -76,8 +76,6 @@ static inline void jp__span_unlink(struct jp_central *k, struct jp_span *s)
 }
 
 extern unsigned jp__nshards;		/* in use */
-/* Spans adopted from shards no thread used (a count for the tests). */
-extern _Atomic unsigned long jp__spans_adopted;
 void jp__central_init(void);
 /*
  * Take up to want blocks of class cls from shard, linked through word 0

@@ -107,7 +107,7 @@ struct jp_span {
 /*
  * The shard whose lists and lock a span is under.  It changes only when a
  * thread adopts the span from a shard no thread uses, with the class locks
- * of both shards held (central.c); so it is read relaxed as a hint without
+ * of both shards held (shard.c); so it is read relaxed as a hint without
  * a lock, and is final while the lock of the shard it names is held.
  */
 static inline unsigned jp__span_shard(const struct jp_span *s)

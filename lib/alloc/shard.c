@@ -17,7 +17,6 @@
 #include <stdatomic.h>
 
 unsigned jp__nshards = 1;		/* in use: 4 per CPU, at most 8 */
-_Atomic unsigned long jp__spans_adopted;
 /* Live heaps per shard. */
 static _Atomic unsigned shard_heaps[JP_NSHARDS];
 
@@ -105,7 +104,6 @@ struct jp_span *jp__span_adopt(struct jp_central *k, unsigned shard, uint32_t cl
 			if (s->used == 0)
 				k->empty_spans++;
 			jp__span_link(k, s);
-			atomic_fetch_add_explicit(&jp__spans_adopted, 1, memory_order_relaxed);
 		}
 		jp__unlock(&o->lock);
 		if (s != NULL)

@@ -147,7 +147,7 @@ static void test_orphaned(void)
  * shard, which no thread uses now; the second thread, whose own shard has
  * no span of that class with room, adopts those spans instead of carving
  * fresh ones: the room orphaned goes down and nothing more is mapped.
- * Fails without span_adopt (central.c): orphaned stays where it was and
+ * Fails without jp__span_adopt (shard.c): orphaned stays where it was and
  * the second thread maps new spans.
  */
 #define ADOPT_N 4000
