@@ -97,7 +97,7 @@ done < "$inc_list"
 # layer, and no layer calls them).  A new header or file gets a rank here.
 ALLOC_RANKS="alloc_init:0 sizeclass:1 counter:0 stats:6 segment:1 huge:1
   huge_cache:1 quarantine:1 central:2 shard:2 tcache:3 prof:3 prof_draw:3 check:4 check_fault:4
-  leaks:5 leaks_stop:5"
+  leaks:5 leaks_report:5 leaks_stop:5"
 ALLOC_TOP="alloc.c alloc_init.c alloc_fork.c alloc_stats.c stats_table.c"
 # Named exceptions, "file:header" (none today: the size of a bin, which
 # central.c and sizeclass.c need, is sizeclass.h's JP_BIN_BYTES).

@@ -158,20 +158,12 @@ JP_EXPORT int jp_alloc_stats(struct jp_alloc_stats *st, size_t st_size)
 	return 0;
 }
 
-/*
- * JPSYNC_STATS=1 prints on stderr, but programs such as cat and sort close
- * stderr (close_stdout, an atexit handler) before the library's destructor
- * runs: the allocator keeps a close-on-exec copy of fd 2 from its start,
- * and prints there if it is still the same file (a program may have put
- * another file on that number meanwhile), else on fd 2.
- */
-static int stats_fd = -1;
-static uint64_t stats_id[2];
-
+/* JPSYNC_STATS=1 prints on stderr, which programs such as cat and sort
+ * close before the destructors run: keep a copy (jp__report_fd). */
 void jp__stats_init(void)
 {
 	if (jp__options()->stats == JP_STATS_STDERR)
-		stats_fd = jp__os_dup_high(2, 1000, stats_id);
+		jp__report_keep();
 }
 
 /*
@@ -230,8 +222,7 @@ static void stats_to_dest(bool interrupted)
 		jp__stats_print(fd, interrupted, opt->stats_format);
 		close(fd);
 	} else if (opt->stats == JP_STATS_STDERR || interrupted)
-		jp__stats_print(jp__os_fd_is(stats_fd, stats_id) ? stats_fd : 2, interrupted,
-			    opt->stats_format);
+		jp__stats_print(jp__report_fd(), interrupted, opt->stats_format);
 }
 
 /* JPSYNC_STATS=1 (stderr) or =path: the table at exit. */

@@ -28,8 +28,10 @@
  *      mapping of their own, which is scanned like the others;
  *   4. every aligned word of a root that points into a live block marks it,
  *      and marked blocks are scanned the same way through a work list;
- *   5. the threads are let go, and the unmarked blocks are grouped by
- *      stack id and printed, largest group first, then one summary line.
+ *   5. the leaks (unmarked blocks) are told direct or indirect
+ *      (classify: leaks.h has the words);
+ *   6. the threads are let go, and the leaks are grouped by kind and
+ *      stack id and printed (leaks_report.c).
  * Nothing here allocates: every table is mapped through the OS door.
  */
 #include "alloc_init.h"
@@ -48,22 +50,6 @@
 #include <unistd.h>
 
 #define LEAKS_MAPS	((size_t)4 << 20)	/* /proc/self/maps, at most */
-
-/* A live block (lo to hi: the user's bytes, at least one) or a range the
- * scan leaves out (site unused). */
-struct lk_range {
-	uintptr_t lo, hi;
-	uint32_t site;
-	uint32_t marked;
-};
-
-
-/* One allocation stack's leaks. */
-struct lk_group {
-	uint64_t bytes, blocks;
-	uint32_t site;
-};
-
 
 /* The scan's tables (one mapping, left out of the roots). */
 static struct lk_range *blocks, *excl;
@@ -102,44 +88,6 @@ static void find_segs(void)
 		return;
 	segs = m;
 	dl_iterate_phdr(add_segs, NULL);
-}
-
-/* ---- sorting without allocating ----------------------------------------- */
-
-typedef bool (*lk_less)(const void *a, const void *b);
-
-static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
-{
-	for (size_t i = 0; i < size; i++) {
-		unsigned char t = a[i];
-
-		a[i] = b[i];
-		b[i] = t;
-	}
-}
-
-static void sift(unsigned char *base, size_t size, size_t root, size_t n, lk_less less)
-{
-	for (size_t child; (child = 2 * root + 1) < n; root = child) {
-		if (child + 1 < n && less(base + child * size, base + (child + 1) * size))
-			child++;
-		if (!less(base + root * size, base + child * size))
-			return;
-		swap_bytes(base + root * size, base + child * size, size);
-	}
-}
-
-/* Heapsort: qsort may allocate (glibc's merge sort does). */
-static void sort(void *v, size_t n, size_t size, lk_less less)
-{
-	unsigned char *base = v;
-
-	for (size_t i = n / 2; i-- > 0;)
-		sift(base, size, i, n, less);
-	for (size_t i = n; i-- > 1;) {
-		swap_bytes(base, base + i * size, size);
-		sift(base, size, 0, i, less);
-	}
 }
 
 static bool range_less(const void *a, const void *b)
@@ -252,7 +200,7 @@ static void scan_words(uintptr_t lo, uintptr_t hi)
 		struct lk_range *b = block_at(*(const uintptr_t *)p);
 
 		if (b != NULL && !b->marked) {
-			b->marked = 1;
+			b->marked = LK_REACHED;
 			work[nwork++] = (uint32_t)(b - blocks);
 		}
 	}
@@ -281,6 +229,64 @@ static void propagate(void)
 
 		scan_words(b->lo, b->hi);
 	}
+}
+
+/*
+ * The leaks' kinds.  First every leak that another leak points into is
+ * indirect.  Then what each direct leak reaches through leaks is covered.
+ * What is left is reached only through cycles of leaks: in address order,
+ * each block not covered yet is made direct and what it reaches covered;
+ * a block made direct earlier that this reaches is indirect again (this
+ * one reaches it, so it is not its structure's way in).  So each leaked
+ * structure shows one direct leak at least, and a block is direct only
+ * when no leak points into it or it leads a cycle.  Each block is pushed
+ * on the work list once, and read at most twice.
+ */
+static void point_into(const struct lk_range *b)
+{
+	uintptr_t p = (b->lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+
+	for (; p + sizeof(uintptr_t) <= b->hi; p += sizeof(uintptr_t)) {
+		struct lk_range *t = block_at(*(const uintptr_t *)p);
+
+		if (t != NULL && t != b && (t->marked & LK_REACHED) == 0)
+			t->marked |= LK_INDIRECT;
+	}
+}
+
+static void cover(struct lk_range *root)
+{
+	root->marked = LK_COVERED;	/* direct */
+	work[nwork++] = (uint32_t)(root - blocks);
+	while (nwork > 0) {
+		const struct lk_range *b = &blocks[work[--nwork]];
+		uintptr_t p = (b->lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+
+		for (; p + sizeof(uintptr_t) <= b->hi; p += sizeof(uintptr_t)) {
+			struct lk_range *t = block_at(*(const uintptr_t *)p);
+
+			if (t == NULL || t == root || (t->marked & LK_REACHED) != 0)
+				continue;
+			if ((t->marked & LK_COVERED) == 0)
+				work[nwork++] = (uint32_t)(t - blocks);
+			/* Pointed into by a leak: indirect (it was already,
+			 * unless an earlier cycle's lead). */
+			t->marked = LK_COVERED | LK_INDIRECT;
+		}
+	}
+}
+
+static void classify(void)
+{
+	for (size_t i = 0; i < nblocks; i++)
+		if ((blocks[i].marked & LK_REACHED) == 0)
+			point_into(&blocks[i]);
+	for (size_t i = 0; i < nblocks; i++)
+		if (blocks[i].marked == 0)
+			cover(&blocks[i]);
+	for (size_t i = 0; i < nblocks; i++)
+		if ((blocks[i].marked & (LK_REACHED | LK_COVERED)) == 0)
+			cover(&blocks[i]);
 }
 
 static uintptr_t hex(const char **s)
@@ -373,96 +379,6 @@ static __attribute__((noinline)) void scan_maps(char *maps, unsigned nslots)
 	}
 }
 
-/* ---- the report ------------------------------------------------------- */
-
-static bool group_less(const void *a, const void *b)
-{
-	const struct lk_group *x = a, *y = b;
-
-	/* Largest first: the sort is ascending, so "less" is "larger". */
-	return x->bytes != y->bytes ? x->bytes > y->bytes : x->site < y->site;
-}
-
-static bool site_less(const void *a, const void *b)
-{
-	return ((const struct lk_range *)a)->site < ((const struct lk_range *)b)->site;
-}
-
-static void put_num(char *buf, size_t cap, size_t *len, uint64_t v)
-{
-	char num[24];
-
-	jp__str_add(buf, cap, len, jp__fmt_u64(num, v));
-}
-
-/* The leaks (blocks unmarked), grouped by site into groups; returns the
- * number of leaked blocks and their bytes in *bytes.  Reorders blocks. */
-static uint64_t report(struct lk_group *groups, uint64_t *bytes, unsigned unscanned)
-{
-	char buf[4096];
-	size_t len, ng = 0, nleak = 0;
-	uint64_t total = 0, reach = 0, reach_bytes = 0;
-	uintptr_t pc;
-	bool unnamed = false;
-
-	for (size_t i = 0; i < nblocks; i++) {
-		if (blocks[i].marked) {
-			reach++;
-			reach_bytes += blocks[i].hi - blocks[i].lo;
-		} else
-			blocks[nleak++] = blocks[i];
-	}
-	sort(blocks, nleak, sizeof *blocks, site_less);
-	for (size_t i = 0; i < nleak; i++) {
-		if (ng == 0 || groups[ng - 1].site != blocks[i].site)
-			groups[ng++] = (struct lk_group){ 0, 0, blocks[i].site };
-		groups[ng - 1].bytes += blocks[i].hi - blocks[i].lo;
-		groups[ng - 1].blocks++;
-		total += blocks[i].hi - blocks[i].lo;
-	}
-	sort(groups, ng, sizeof *groups, group_less);
-	for (size_t g = 0; g < ng; g++) {
-		len = 0;
-		buf[0] = '\0';
-		jp__str_add(buf, sizeof buf, &len, g == 0 ? "\nDirect leak: " : "Direct leak: ");
-		put_num(buf, sizeof buf, &len, groups[g].bytes);
-		jp__str_add(buf, sizeof buf, &len, " bytes in ");
-		put_num(buf, sizeof buf, &len, groups[g].blocks);
-		jp__str_add(buf, sizeof buf, &len, groups[g].blocks == 1 ? " block" : " blocks");
-		if (jp__stack_depot_get(groups[g].site, &pc, 1) == 0)
-			jp__str_add(buf, sizeof buf, &len, ", allocated at: (no stack recorded)\n");
-		else {
-			jp__str_add(buf, sizeof buf, &len, ", allocated at:\n");
-			unnamed |= jp__put_site(buf, sizeof buf, &len, NULL, groups[g].site);
-		}
-		jp__str_add(buf, sizeof buf, &len, "\n");
-		jp__os_write(2, buf, len);
-	}
-	len = 0;
-	buf[0] = '\0';
-	if (unnamed)
-		jp__str_add(buf, sizeof buf, &len, "(for file(+0xoff): addr2line -f -e file"
-			    " +0xoff; link with -rdynamic for names)\n");
-	if (unscanned != 0) {
-		jp__str_add(buf, sizeof buf, &len, "jpsync: leaks: ");
-		put_num(buf, sizeof buf, &len, unscanned);
-		jp__str_add(buf, sizeof buf, &len, " threads not scanned (they did not stop "
-			    "within 2 s): their stacks were read whole, while running\n");
-	}
-	jp__str_add(buf, sizeof buf, &len, "jpsync: leaks: ");
-	put_num(buf, sizeof buf, &len, total);
-	jp__str_add(buf, sizeof buf, &len, " bytes in ");
-	put_num(buf, sizeof buf, &len, nleak);
-	jp__str_add(buf, sizeof buf, &len, " blocks (");
-	put_num(buf, sizeof buf, &len, reach);
-	jp__str_add(buf, sizeof buf, &len, " reachable blocks, ");
-	put_num(buf, sizeof buf, &len, reach_bytes);
-	jp__str_add(buf, sizeof buf, &len, " bytes, not reported)\n");
-	jp__os_write(2, buf, len);
-	*bytes = total;
-	return nleak;
-}
-
 /* The scan proper, with this thread's callee-saved registers on its stack
  * (__builtin_unwind_init spills them) below sp. */
 static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
@@ -470,7 +386,7 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 {
 	void *mem;
 	size_t size;
-	uint64_t leaked = 0, bytes;
+	uint64_t leaked = 0;
 
 	__builtin_unwind_init();
 	/* Count, map the tables, then fill them: the first walk tells the
@@ -483,7 +399,7 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	       cap_excl * sizeof *excl + 64;
 	size = (size + jp__os_page_size() - 1) & ~(jp__os_page_size() - 1);
 	if (jp__os_map(&mem, size) != 0) {
-		jp__os_puts(2, "jpsync: leaks: no memory for the scan; no report\n");
+		jp__os_puts(jp__report_fd(), "jpsync: leaks: no memory for the scan; no report\n");
 		return 0;
 	}
 	blocks = mem;
@@ -500,11 +416,12 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	/* Bytes, not pointers: 64 MiB of words not worth reading. */
 	add_excl((uintptr_t)jp__registry, JP_REG_N);
 	add_excl((uintptr_t)maps, LEAKS_MAPS);
-	sort(blocks, nblocks, sizeof *blocks, range_less);
-	sort(excl, nexcl, sizeof *excl, range_less);
+	jp__leaks_sort(blocks, nblocks, sizeof *blocks, range_less);
+	jp__leaks_sort(excl, nexcl, sizeof *excl, range_less);
 	nwork = 0;
 	scan_maps(maps, nslots);
 	propagate();
+	classify();
 	/* The verdicts are in this scan's tables: the threads may run on
 	 * while the report names the frames (dladdr takes the loader's
 	 * lock, which a stopped thread might hold). */
@@ -512,8 +429,9 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	/* The groups after the work list, 16-byte aligned (the 64 bytes
 	 * of slack above): a 64-bit field, and copies of the struct the
 	 * compiler may do with aligned vector stores. */
-	leaked = report((struct lk_group *)(((uintptr_t)(work + cap_blocks) + 15) &
-					    ~(uintptr_t)15), &bytes, unscanned);
+	leaked = jp__leaks_print(blocks, nblocks,
+				 (struct lk_group *)(((uintptr_t)(work + cap_blocks) + 15) &
+						     ~(uintptr_t)15), unscanned);
 	jp__os_unmap(mem, size);
 	return leaked;
 }
@@ -530,11 +448,11 @@ int jp__leaks_report(void)
 	got = sent != 0 ? jp__leaks_wait(sent) : 0;
 	if (jp__os_map(&maps, LEAKS_MAPS) != 0 ||
 	    jp__os_read_file("/proc/self/maps", maps, LEAKS_MAPS, &cut) < 0)
-		jp__os_puts(2, "jpsync: leaks: cannot read /proc/self/maps; no report\n");
+		jp__os_puts(jp__report_fd(), "jpsync: leaks: cannot read /proc/self/maps; no report\n");
 	else
 		leaked = scan(maps, got < LEAKS_THREADS ? got : LEAKS_THREADS, sent - got);
 	if (cut)
-		jp__os_puts(2, "jpsync: leaks: /proc/self/maps cut at 4 MiB: some roots "
+		jp__os_puts(jp__report_fd(), "jpsync: leaks: /proc/self/maps cut at 4 MiB: some roots "
 			       "were not scanned\n");
 	if (maps != NULL)
 		jp__os_unmap(maps, LEAKS_MAPS);

@@ -7,7 +7,12 @@
  * mappings) and the stacks and saved registers of its threads; a block is
  * reachable when a root or a reachable block holds an aligned word that
  * points into its bytes (an interior pointer counts, as in LeakSanitizer);
- * a leak is a live block that is not reachable.
+ * a leak is a live block that is not reachable.  A leak is indirect when
+ * another leak holds a word that points into it, direct otherwise; of a
+ * cycle of leaks that no direct leak reaches, the block at the lowest
+ * address is direct (as valgrind's memcheck does; LeakSanitizer would call
+ * them all indirect), so that every leaked structure shows at least one
+ * direct leak, where its root was dropped.
  */
 #ifndef JP_LEAKS_H
 #define JP_LEAKS_H
@@ -20,6 +25,34 @@
 #include <ucontext.h>
 
 #define LEAKS_THREADS	1024	/* threads stopped at most */
+
+/* A live block (lo to hi: the user's bytes, at least one) or a range the
+ * scan leaves out (site and marked unused). */
+struct lk_range {
+	uintptr_t lo, hi;
+	uint32_t site;
+	uint32_t marked;	/* LK_ flags; none: a direct leak */
+};
+
+#define LK_REACHED	1u	/* reachable from the roots */
+#define LK_INDIRECT	2u	/* a leak that another leak points into */
+#define LK_COVERED	4u	/* reached from a direct leak (leaks.c's classify) */
+
+/* One allocation stack's leaks of one kind. */
+struct lk_group {
+	uint64_t bytes, blocks;
+	uint32_t site;
+	uint32_t indirect;	/* 1: indirect leaks, listed after the direct */
+};
+
+/* leaks_report.c: a heapsort by less (qsort may allocate: glibc's merge
+ * sort does); and the report of the n blocks of v, reached and leaked (v
+ * is reordered; groups has room for n), on stderr, with the number of
+ * threads not stopped.  Returns the number of leaked blocks. */
+typedef bool (*jp__lk_less)(const void *a, const void *b);
+void jp__leaks_sort(void *v, size_t n, size_t size, jp__lk_less less);
+uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
+			 unsigned unscanned);
 
 /* A stopped thread, as its signal handler saw it. */
 struct jp__leaks_slot {

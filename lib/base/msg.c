@@ -4,7 +4,8 @@
  * no allocation: they are written from malloc, signal handlers and
  * fork handlers), and the one way misuse ends (jp__die: one line on
  * stderr, abort; jp__die_block_at adds the stacks where a block was
- * allocated and freed).  Declared in os.h, under "msg.c".
+ * allocated and freed), and where the reports at exit go (a copy of
+ * stderr kept from the start).  Declared in os.h, under "msg.c".
  */
 #include "os.h"
 #include "stack.h"
@@ -12,6 +13,21 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The copy of fd 2 and what file it is (jp__os_dup_high), or -1. */
+static int report_fd = -1;
+static uint64_t report_id[2];
+
+void jp__report_keep(void)
+{
+	if (report_fd < 0)
+		report_fd = jp__os_dup_high(2, 1000, report_id);
+}
+
+int jp__report_fd(void)
+{
+	return jp__os_fd_is(report_fd, report_id) ? report_fd : 2;
+}
 
 char *jp__fmt_hex(char *buf, uintptr_t v)
 {

@@ -111,6 +111,15 @@ int jp__os_write(int fd, const void *buf, size_t len);
 int jp__os_puts(int fd, const char *s);
 /* ---- "msg.c": numbers and the string builder, for the messages ------- */
 
+/* The reports written at exit (the statistics on stderr, the leak report)
+ * go to jp__report_fd(): programs such as cat and sort close stderr
+ * (close_stdout, an atexit handler) before the library's destructors run.
+ * jp__report_keep, at start when such a report is asked for, keeps a
+ * close-on-exec copy of fd 2 (at 1000 or above); jp__report_fd gives
+ * that copy while it is still the file fd 2 was (a program may have put
+ * another file on that number since), else 2. */
+void jp__report_keep(void);
+int jp__report_fd(void);
 /* Format v in hex ("0x..."), into buf of at least 19 bytes; returns buf. */
 char *jp__fmt_hex(char *buf, uintptr_t v);
 /* Format v in decimal into buf of at least 21 bytes; returns buf. */

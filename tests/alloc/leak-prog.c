@@ -9,7 +9,15 @@
  *   blocked as reach, but the second thread blocks every signal: it
  *           cannot be stopped, and is scanned whole, running;
  *   thread  a second thread drops 2 blocks of 1000 bytes in
- *           leak_in_thread, then ends (joined): a 2000-byte leak.
+ *           leak_in_thread, then ends (joined): a 2000-byte leak;
+ *   closed  as leak, then closes its standard error (as coreutils'
+ *           close_stdout does at exit): the report must still come;
+ *   chain   leak_list drops the head (300 bytes) of a list of 3 blocks,
+ *           whose other 2 (40 bytes each) only the list reaches, and
+ *           leak_cycle 2 blocks of 120 bytes that point at each other
+ *           (one at an interior offset) and nothing else reaches: 2 direct
+ *           leaks (the head, one of the cycle: 420 bytes) and 3 indirect
+ *           ones (200 bytes), 620 bytes in 5 blocks.
  * A dropped pointer may survive in a dead stack slot or a register and
  * keep its block "reachable" (it did on i386): each leaking function is
  * not inlined, and is followed by one that overwrites 64 KiB of stack
@@ -32,6 +40,8 @@ void clear_registers(void);
 void leak_three(void);
 void keep_global(void);
 void leak_in_thread(void);
+void leak_list(void);
+void leak_cycle(void);
 
 __attribute__((noinline)) void clobber_stack(void)
 {
@@ -104,6 +114,43 @@ __attribute__((noinline)) void leak_in_thread(void)
 	}
 }
 
+/* The stores into p's block are kept: gcc drops stores into a block
+ * nothing reads (the links of leak_list and leak_cycle went). */
+static void keep_stores(const void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+__attribute__((noinline)) void leak_list(void)
+{
+	void **volatile head = malloc(300);
+	void **volatile second = malloc(40);
+	void **volatile third = malloc(40);
+
+	memset(head, 0, 300);
+	memset(second, 0, 40);
+	memset(third, 0, 40);
+	head[0] = second;
+	second[0] = third;
+	keep_stores(head);
+	keep_stores(second);
+	head = second = third = NULL;
+}
+
+__attribute__((noinline)) void leak_cycle(void)
+{
+	char **volatile a = malloc(120);
+	char **volatile b = malloc(120);
+
+	memset(a, 0, 120);
+	memset(b, 0, 120);
+	a[0] = (char *)b;
+	b[3] = (char *)a + 16;
+	keep_stores(a);
+	keep_stores(b);
+	a = b = NULL;
+}
+
 static void *thread_leaks(void *arg)
 {
 	(void)arg;
@@ -118,8 +165,10 @@ int main(int argc, char **argv)
 	const char *what = argc > 1 ? argv[1] : "leak";
 	pthread_t t;
 
-	if (strcmp(what, "leak") == 0) {
+	if (strcmp(what, "leak") == 0 || strcmp(what, "closed") == 0) {
 		leak_three();
+		if (what[0] == 'c')
+			close(2);
 	} else if (strcmp(what, "reach") == 0 || strcmp(what, "blocked") == 0) {
 		keep_global();
 		sem_init(&started, 0, 0);
@@ -128,6 +177,10 @@ int main(int argc, char **argv)
 			return 1;
 		while (sem_wait(&started) != 0)
 			;
+	} else if (strcmp(what, "chain") == 0) {
+		leak_list();
+		clobber_stack();
+		leak_cycle();
 	} else if (strcmp(what, "thread") == 0) {
 		if (pthread_create(&t, NULL, thread_leaks, NULL) != 0 ||
 		    pthread_join(t, NULL) != 0)

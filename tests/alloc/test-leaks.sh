@@ -11,6 +11,11 @@
 #     comes (no hang), says "1 threads not scanned", and finds no leak;
 #   - thread: 2 blocks, 2000 bytes, allocated in leak_in_thread by a second
 #     thread;
+#   - closed: as leak, but the program closes its stderr before it exits:
+#     the report still comes, on the copy of stderr the library kept;
+#   - chain: blocks reached only from leaked blocks are indirect leaks, and
+#     of a cycle that nothing else reaches one block is direct: 2 direct
+#     leaks of 420 bytes (leak_list, leak_cycle) and 3 indirect of 200;
 #   - a bad --leaks-exitcode is refused (exit 2), and a bad
 #     JPSYNC_LEAKS_EXITCODE draws the library's one-line warning naming it;
 #   - without --leaks: no report.
@@ -33,11 +38,17 @@ leaks() {
   cat "$tmp/err"
 }
 summary() { grep '^jpsync: leaks: [0-9]* bytes in' "$tmp/err"; }
+# expect CASE STATUS SUMMARY: run leak-prog CASE under --leaks; its exit
+# status must be STATUS, and its summary line begin with
+# "jpsync: leaks: SUMMARY" (a basic regular expression).
+expect() {
+  leaks --leaks "$prog" "$1"
+  [ "$rc" -eq "$2" ] || bad "$1: exit status $rc, not $2"
+  summary | grep -q "^jpsync: leaks: $3" ||
+    bad "$1: the summary does not begin with '$3': $(summary)"
+}
 
-leaks --leaks "$prog" leak
-[ "$rc" -eq 23 ] || bad "leak: exit status $rc, not 23"
-summary | grep -q '^jpsync: leaks: 1048876 bytes in 3 blocks (' ||
-  bad "leak: the summary is not 1048876 bytes in 3 blocks: $(summary)"
+expect leak 23 '1048876 bytes in 3 blocks (3 direct, 0 indirect; '
 [ "$(grep -c '^Direct leak: ' "$tmp/err")" -ge 1 ] || bad "leak: no Direct leak line"
 grep -q '^    #[0-9]* leak_three+' "$tmp/err" || bad "leak: leak_three not in the stack"
 
@@ -52,26 +63,32 @@ leaks JPSYNC_LEAKS=1 JPSYNC_LEAKS_EXITCODE=7 "$prog" leak
 if [ -n "${JP_EMULATOR:-}" ]; then
   echo "not run here (qemu-user): reach, a thread still running at exit"
 else
-  leaks --leaks "$prog" reach
-  [ "$rc" -eq 0 ] || bad "reach: exit status $rc, not 0"
-  summary | grep -q '^jpsync: leaks: 0 bytes in 0 blocks (6 reachable blocks, ' ||
-    bad "reach: not 0 leaks and the 6 blocks reachable: $(summary)"
+  expect reach 0 '0 bytes in 0 blocks (0 direct, 0 indirect; 6 reachable blocks, '
   ! grep -q '^Direct leak' "$tmp/err" || bad "reach: a leak reported"
   ! grep -q 'not scanned' "$tmp/err" || bad "reach: a thread not scanned"
 
-  leaks --leaks "$prog" blocked
-  [ "$rc" -eq 0 ] || bad "blocked: exit status $rc, not 0"
+  expect blocked 0 '0 bytes in 0 blocks (0 direct, 0 indirect; 6 reachable blocks, '
   grep -q '^jpsync: leaks: 1 threads not scanned' "$tmp/err" ||
     bad "blocked: the thread that blocks the signal not named as not scanned"
-  summary | grep -q '^jpsync: leaks: 0 bytes in 0 blocks (6 reachable blocks, ' ||
-    bad "blocked: not 0 leaks and the 6 blocks reachable: $(summary)"
 fi
 
-leaks --leaks "$prog" thread
-[ "$rc" -eq 23 ] || bad "thread: exit status $rc, not 23"
-summary | grep -q '^jpsync: leaks: 2000 bytes in 2 blocks (' ||
-  bad "thread: the summary is not 2000 bytes in 2 blocks: $(summary)"
+expect thread 23 '2000 bytes in 2 blocks (2 direct, 0 indirect; '
 grep -q '^    #[0-9]* leak_in_thread+' "$tmp/err" || bad "thread: leak_in_thread not in the stack"
+
+expect closed 23 '1048876 bytes in 3 blocks (3 direct, 0 indirect; '
+
+expect chain 23 '620 bytes in 5 blocks (2 direct, 3 indirect; '
+# kind_bytes KIND: the bytes of the KIND ("Direct" or "Indirect") lines.
+kind_bytes() {
+  sed -n "s/^$1 leak: \([0-9]*\) bytes in .*/\1/p" "$tmp/err" | awk '{ s += $1 } END { print s + 0 }'
+}
+[ "$(kind_bytes Direct)" = 420 ] || bad "chain: direct leaks of $(kind_bytes Direct) bytes, not 420"
+[ "$(kind_bytes Indirect)" = 200 ] || bad "chain: indirect leaks of $(kind_bytes Indirect) bytes, not 200"
+# The direct lines come first, then the indirect ones.
+[ "$(grep -E '^(Direct|Indirect) leak: ' "$tmp/err" | cut -d' ' -f1 | uniq | tr '\n' ' ')" = "Direct Indirect " ] ||
+  bad "chain: the direct leaks are not all listed before the indirect ones"
+grep -q '^    #[0-9]* leak_list+' "$tmp/err" || bad "chain: leak_list not in the stacks"
+grep -q '^    #[0-9]* leak_cycle+' "$tmp/err" || bad "chain: leak_cycle not in the stacks"
 
 leaks "$prog" leak
 [ "$rc" -eq 0 ] || bad "without --leaks: exit status $rc"
