@@ -30,6 +30,7 @@
 
 #include "base/options.h"
 #include "base/os.h"
+#include "run-elf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -887,6 +888,11 @@ int main(int argc, char **argv)
 			die(EXIT_INTERNAL, "cannot set %s: %s", name, strerror(errno));
 	}
 
+	/* Run anyway: the program works, without what was asked for. */
+	if (run_elf_static(argv[optind]))
+		fprintf(stderr, "%s: warning: '%s' is statically linked: LD_PRELOAD cannot "
+			"give it jp_alloc, and the JPSYNC_ settings do nothing in it\n",
+			me, argv[optind]);
 	const char *sum_path = summary_file();
 	if (sum_path != NULL) {
 		struct jp_options o;

@@ -2,7 +2,8 @@
 # jpsync-run's command line: --help, --version, --print-env for every
 # option, usage errors (exit 2, one line naming the problem plus the --help
 # hint), a missing PROGRAM (2), a program not found (127) or not executable
-# (126), LD_PRELOAD prepended to, PROGRAM's options and exit status passed
+# (126), a statically linked program named in a warning, LD_PRELOAD
+# prepended to, PROGRAM's options and exit status passed
 # through.  The cases that run a program under the module are left out in
 # sanitizer builds, and in a cross build, where the build machine's programs
 # are of another architecture than the module.  jpsync-run itself runs
@@ -240,6 +241,29 @@ printf 'echo hi\n' > "$tmp/noexec"; chmod 644 "$tmp/noexec"
 $tx "$run" "$tmp/noexec" > /dev/null 2>&1; rc=$?
 [ $rc -eq 126 ] || bad "not executable: exit $rc"
 echo "ok: not found 127, not executable 126"
+
+# A statically linked program, which LD_PRELOAD cannot reach: one warning
+# that names it, then it runs all the same, with its own exit status; the
+# same when it is found in PATH.  A dynamically linked one draws none.
+if ! foreign; then
+  printf 'int main(void) { return 7; }\n' > "$tmp/static.c"
+  if cc -static -o "$tmp/static-prog" "$tmp/static.c" 2> /dev/null; then
+    for how in "$tmp/static-prog" static-prog; do
+      PATH="$tmp:$PATH" $tx "$run" --stats "$how" > /dev/null 2> "$tmp/err"; rc=$?
+      [ $rc -eq 7 ] || bad "static program $how: exit $rc, not its own 7"
+      [ "$(wc -l < "$tmp/err")" -eq 1 ] &&
+        grep -q "^jpsync-run: warning: '$how' is statically linked: LD_PRELOAD cannot " "$tmp/err" ||
+        { bad "static program $how: not one warning naming it:"; cat "$tmp/err"; }
+    done
+    echo "ok: a statically linked program is named in a warning, and runs"
+  else
+    echo "not run here: cc cannot link a static program (no libc.a)"
+  fi
+  if ! sanitized; then
+    $tx "$run" sh -c 'exit 0' 2> "$tmp/err" && [ ! -s "$tmp/err" ] ||
+      { bad "sh (dynamically linked) drew a message:"; cat "$tmp/err"; }
+  fi
+fi
 
 # Away from the build tree and from an installed tree, the module is looked
 # for in the configured pkglibdir only; missing there, exit 125 naming it.
