@@ -112,8 +112,10 @@ void jp__alloc_init_slow(void)
 		jp__central_init();
 		jp__tcache_init();
 		jp__stats_init();
-		if (jp__settings_w.leaks)
-			jp__report_keep();	/* for the report at exit */
+		/* For the leak report at exit, and check mode's reports of
+		 * misuse, which may come after the program closed stderr. */
+		if (jp__settings_w.check)
+			jp__report_keep();
 		/* release: the tables above are seen by every thread that
 		 * reads the state (acquire). */
 		atomic_store_explicit(&jp__alloc_state, 2, memory_order_release);

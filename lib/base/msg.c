@@ -10,6 +10,7 @@
 #include "os.h"
 #include "stack.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,14 @@ void jp__report_keep(void)
 int jp__report_fd(void)
 {
 	return jp__os_fd_is(report_fd, report_id) ? report_fd : 2;
+}
+
+/* Where a report of misuse goes: fd 2 while it is open (a finding comes
+ * while the program runs, and a program, or a test harness, may have put
+ * its stderr elsewhere since the start), else the copy. */
+static int die_fd(void)
+{
+	return fcntl(2, F_GETFD) != -1 ? 2 : jp__report_fd();
 }
 
 char *jp__fmt_hex(char *buf, uintptr_t v)
@@ -242,7 +251,7 @@ void jp__die(const char *what)
 	memcpy(line, "jpsync: ", 8);
 	memcpy(line + 8, what, n);
 	line[8 + n] = '\n';
-	jp__os_write(2, line, n + 9);
+	jp__os_write(die_fd(), line, n + 9);
 	abort();
 }
 
@@ -260,7 +269,7 @@ void jp__die_ptr(const char *what, const void *ptr)
 	memcpy(line + 8 + n, " of ", 4);
 	memcpy(line + 12 + n, hex, h);
 	line[12 + n + h] = '\n';
-	jp__os_write(2, line, n + h + 13);
+	jp__os_write(die_fd(), line, n + h + 13);
 	abort();
 }
 
@@ -359,6 +368,6 @@ void jp__die_block_at(const char *what, const void *ptr, size_t size,
 	if (unnamed)
 		jp__str_add(buf, sizeof buf, &len, "  (for file(+0xoff): addr2line -f -e file"
 			    " +0xoff; link with -rdynamic for names)\n");
-	jp__os_write(2, buf, len);
+	jp__os_write(die_fd(), buf, len);
 	abort();
 }

@@ -112,12 +112,17 @@ int jp__os_puts(int fd, const char *s);
 /* ---- "msg.c": numbers and the string builder, for the messages ------- */
 
 /* The reports written at exit (the statistics on stderr, the leak report)
- * go to jp__report_fd(): programs such as cat and sort close stderr
- * (close_stdout, an atexit handler) before the library's destructors run.
- * jp__report_keep, at start when such a report is asked for, keeps a
+ * and the reports of misuse (jp__die) go to jp__report_fd(): programs such
+ * as cat and sort close stderr (close_stdout, an atexit handler) before the
+ * library's destructors and the frees of other handlers run.
+ * jp__report_keep, at start when such a report is asked for (JPSYNC_STATS
+ * on stderr, JPSYNC_CHECK, JPSYNC_LEAKS), keeps a
  * close-on-exec copy of fd 2 (at 1000 or above); jp__report_fd gives
- * that copy while it is still the file fd 2 was (a program may have put
- * another file on that number since), else 2. */
+ * that copy while it is still the file fd 2 was (a program may have closed
+ * it and put another file on its number), else 2: a program that closes
+ * stderr and opens /dev/null in its place still gets its report.  The
+ * reports of misuse use fd 2 while it is open, and the copy only when it
+ * is closed (msg.c). */
 void jp__report_keep(void);
 int jp__report_fd(void);
 /* Format v in hex ("0x..."), into buf of at least 19 bytes; returns buf. */

@@ -14,6 +14,8 @@
  *   alloc-helper check-overflow-huge  one byte past a huge block of 300000
  *   alloc-helper check-overflow-256k  one byte past a block of 256 KiB
  *   alloc-helper check-double    a double free
+ *   alloc-helper check-double-closed  the same after closing stderr (as
+ *                                coreutils' close_stdout does at exit)
  *   alloc-helper check-sites     a double free of a block allocated in
  *                                alloc_here() and first freed in
  *                                free_here() (linked with -rdynamic, so
@@ -364,8 +366,10 @@ int main(int argc, char **argv)
 		jp_free(p);
 		return 0;
 	}
-	if (strcmp(mode, "check-double") == 0) {
+	if (strcmp(mode, "check-double") == 0 || strcmp(mode, "check-double-closed") == 0) {
 		p = noted(jp_alloc(100));
+		if (mode[12] == '-')
+			close(2);
 		jp_free(p);
 		jp_free(p);		/* the bug */
 		return 0;

@@ -122,6 +122,9 @@ static void test_check_underflow(void)
 static void test_check_double_free(void)
 {
 	expect_check_abort("check-double", "double free", " (100 bytes)");
+	/* The report reaches the stderr the program started with, though
+	 * it closed it (jp__report_fd). */
+	expect_check_abort("check-double-closed", "double free", " (100 bytes)");
 }
 
 /*
