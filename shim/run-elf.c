@@ -43,16 +43,19 @@ static bool runnable(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* The file execvp runs for name, into buf (cap bytes); false if none. */
+/* The file execvp runs for name, into buf (cap bytes); false if none.
+ * As execvp: a name with a slash is a path; else each entry of PATH
+ * (unset: execvp's default) in turn, an empty entry being the current
+ * directory. */
 static bool resolve(const char *name, char *buf, size_t cap)
 {
 	const char *path = getenv("PATH");
 
 	if (strchr(name, '/') != NULL)
-		return snprintf(buf, cap, "%s", name) < (int)cap;
+		return snprintf(buf, cap, "%s", name) < (int)cap && runnable(buf);
 	if (path == NULL)
-		path = "/bin:/usr/bin";		/* execvp's default */
-	while (*path != '\0') {
+		path = "/bin:/usr/bin";
+	for (;;) {
 		const char *end = strchr(path, ':');
 		size_t len = end != NULL ? (size_t)(end - path) : strlen(path);
 		int n = len == 0 ? snprintf(buf, cap, "%s", name) :
@@ -60,9 +63,10 @@ static bool resolve(const char *name, char *buf, size_t cap)
 
 		if (n > 0 && (size_t)n < cap && runnable(buf))
 			return true;
-		path += len + (end != NULL);
+		if (end == NULL)
+			return false;
+		path = end + 1;
 	}
-	return false;
 }
 
 /* Whether the dynamic section at off (size bytes) of the ELF file at fd
@@ -136,12 +140,16 @@ static bool elf_static(int fd)
 bool run_elf_static(const char *name)
 {
 	char path[PATH_MAX];
+	struct stat st;
 	bool is_static;
 	int fd;
 
-	if (!resolve(name, path, sizeof path) || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* O_NONBLOCK: a FIFO put there since runnable() looked must not
+	 * block the open (execvp then fails on it). */
+	if (!resolve(name, path, sizeof path) ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return false;
-	is_static = elf_static(fd);
+	is_static = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && elf_static(fd);
 	close(fd);
 	return is_static;
 }

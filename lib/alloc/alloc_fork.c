@@ -39,6 +39,7 @@
 #include "huge.h"
 #include "sizeclass.h"
 #include "prof.h"
+#include "base/os.h"
 
 #include <pthread.h>
 
@@ -158,6 +159,10 @@ static void atfork_child(void)
 	depth--;
 	if (atomic_load_explicit(&stdio_locked, memory_order_relaxed))
 		_IO_list_resetlock();
+	/* A child that lives on (a daemon) must not hold the parent's
+	 * stderr open: a caller that reads it to its end would wait for
+	 * the child.  The child reports on its own fd 2. */
+	jp__report_forget();
 }
 
 void jp__fork_init(void)

@@ -236,11 +236,13 @@ static void propagate(void)
  * indirect.  Then what each direct leak reaches through leaks is covered.
  * What is left is reached only through cycles of leaks: in address order,
  * each block not covered yet is made direct and what it reaches covered;
- * a block made direct earlier that this reaches is indirect again (this
- * one reaches it, so it is not its structure's way in).  So each leaked
- * structure shows one direct leak at least, and a block is direct only
- * when no leak points into it or it leads a cycle.  Each block is pushed
- * on the work list once, and read at most twice.
+ * a block made direct earlier that this one's new blocks point into is
+ * indirect again (the walk does not go through blocks covered before, so
+ * an earlier lead reached only through those stays direct, as in
+ * memcheck).  So each leaked structure shows one direct leak at least,
+ * and a block is direct only when no leak points into it or it leads a
+ * cycle.  Each block is pushed on the work list once, and read at most
+ * twice.
  */
 static void point_into(const struct lk_range *b)
 {

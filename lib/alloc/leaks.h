@@ -8,11 +8,14 @@
  * reachable when a root or a reachable block holds an aligned word that
  * points into its bytes (an interior pointer counts, as in LeakSanitizer);
  * a leak is a live block that is not reachable.  A leak is indirect when
- * another leak holds a word that points into it, direct otherwise; of a
- * cycle of leaks that no direct leak reaches, the block at the lowest
- * address is direct (as valgrind's memcheck does; LeakSanitizer would call
- * them all indirect), so that every leaked structure shows at least one
- * direct leak, where its root was dropped.
+ * another leak holds a word that points into it, direct otherwise; of the
+ * leaks that only cycles of leaks reach, blocks that lead them are counted
+ * direct too (the first in address order that no earlier one reaches, as
+ * valgrind's memcheck picks them; LeakSanitizer would call them all
+ * indirect), so that every leaked structure shows at least one direct
+ * leak.  Which block leads depends on the addresses, and a cycle entered
+ * from another cycle may keep a lead of its own: the direct count may be
+ * higher than the number of dropped structures, never lower.
  */
 #ifndef JP_LEAKS_H
 #define JP_LEAKS_H

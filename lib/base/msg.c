@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The copy of fd 2 and what file it is (jp__os_dup_high), or -1. */
 static int report_fd = -1;
@@ -23,6 +24,13 @@ void jp__report_keep(void)
 {
 	if (report_fd < 0)
 		report_fd = jp__os_dup_high(2, 1000, report_id);
+}
+
+void jp__report_forget(void)
+{
+	if (report_fd >= 0)
+		close(report_fd);
+	report_fd = -1;
 }
 
 int jp__report_fd(void)

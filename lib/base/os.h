@@ -117,13 +117,16 @@ int jp__os_puts(int fd, const char *s);
  * library's destructors and the frees of other handlers run.
  * jp__report_keep, at start when such a report is asked for (JPSYNC_STATS
  * on stderr, JPSYNC_CHECK, JPSYNC_LEAKS), keeps a
- * close-on-exec copy of fd 2 (at 1000 or above); jp__report_fd gives
+ * close-on-exec copy of fd 2 (at 1000, or lower under a small limit on
+ * open files); jp__report_forget, in a forked child, closes it (the
+ * child would hold the parent's stderr open); jp__report_fd gives
  * that copy while it is still the file fd 2 was (a program may have closed
  * it and put another file on its number), else 2: a program that closes
  * stderr and opens /dev/null in its place still gets its report.  The
  * reports of misuse use fd 2 while it is open, and the copy only when it
  * is closed (msg.c). */
 void jp__report_keep(void);
+void jp__report_forget(void);
 int jp__report_fd(void);
 /* Format v in hex ("0x..."), into buf of at least 19 bytes; returns buf. */
 char *jp__fmt_hex(char *buf, uintptr_t v);

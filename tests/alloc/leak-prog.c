@@ -12,6 +12,10 @@
  *           leak_in_thread, then ends (joined): a 2000-byte leak;
  *   closed  as leak, then closes its standard error (as coreutils'
  *           close_stdout does at exit): the report must still come;
+ *   forked  forks a child that prints how many close-on-exec descriptors
+ *           above 2 it holds (the copy of stderr kept for the report must not
+ *           follow it: a daemon would hold its caller's stderr open),
+ *           then waits for it; no leak;
  *   chain   leak_list drops the head (300 bytes) of a list of 3 blocks,
  *           whose other 2 (40 bytes each) only the list reaches, and
  *           leak_cycle 2 blocks of 120 bytes that point at each other
@@ -25,12 +29,16 @@
  * unwinder and the lazy binder about 19 KiB below the caller)
  * and one that loads zeros into registers.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void *keep[3];
@@ -177,6 +185,33 @@ int main(int argc, char **argv)
 			return 1;
 		while (sem_wait(&started) != 0)
 			;
+	} else if (strcmp(what, "forked") == 0) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			DIR *d = opendir("/proc/self/fd");
+			struct dirent *e;
+			int n = 0;
+
+			if (d == NULL)
+				_exit(1);
+			/* Close-on-exec ones only: those inherited through
+			 * exec (from the shell, the test driver) have not
+			 * the flag, and this program opened none but d. */
+			while ((e = readdir(d)) != NULL) {
+				int fd = atoi(e->d_name);
+
+				if (fd > 2 && fd != dirfd(d) &&
+				    (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0)
+					n++;
+			}
+			closedir(d);
+			printf("close-on-exec fds above 2: %d\n", n);
+			fflush(stdout);
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			return 1;
 	} else if (strcmp(what, "chain") == 0) {
 		leak_list();
 		clobber_stack();

@@ -13,6 +13,8 @@
 #     thread;
 #   - closed: as leak, but the program closes its stderr before it exits:
 #     the report still comes, on the copy of stderr the library kept;
+#   - forked: a forked child does not hold the copy of stderr kept for the
+#     report (a daemon would keep its caller's stderr open);
 #   - chain: blocks reached only from leaked blocks are indirect leaks, and
 #     of a cycle that nothing else reaches one block is direct: 2 direct
 #     leaks of 420 bytes (leak_list, leak_cycle) and 3 indirect of 200;
@@ -76,6 +78,10 @@ expect thread 23 '2000 bytes in 2 blocks (2 direct, 0 indirect; '
 grep -q '^    #[0-9]* leak_in_thread+' "$tmp/err" || bad "thread: leak_in_thread not in the stack"
 
 expect closed 23 '1048876 bytes in 3 blocks (3 direct, 0 indirect; '
+
+expect forked 0 '0 bytes in 0 blocks (0 direct, 0 indirect; '
+grep -q '^close-on-exec fds above 2: 0$' "$tmp/out" ||
+  bad "forked: the child holds the copy of stderr: $(cat "$tmp/out")"
 
 expect chain 23 '620 bytes in 5 blocks (2 direct, 3 indirect; '
 # kind_bytes KIND: the bytes of the KIND ("Direct" or "Indirect") lines.

@@ -255,9 +255,30 @@ if ! foreign; then
         grep -q "^jpsync-run: warning: '$how' is statically linked: LD_PRELOAD cannot " "$tmp/err" ||
         { bad "static program $how: not one warning naming it:"; cat "$tmp/err"; }
     done
+    # A static PIE (no PT_INTERP, no DT_SONAME) too.
+    if cc -static-pie -fPIE -o "$tmp/static-pie" "$tmp/static.c" 2> /dev/null; then
+      $tx "$run" "$tmp/static-pie" > /dev/null 2> "$tmp/err"; rc=$?
+      [ $rc -eq 7 ] && grep -q "^jpsync-run: warning: '$tmp/static-pie' is statically linked: " "$tmp/err" ||
+        { bad "static PIE: exit $rc, or no warning:"; cat "$tmp/err"; }
+    else
+      echo "not run here: cc cannot link a static PIE"
+    fi
     echo "ok: a statically linked program is named in a warning, and runs"
   else
     echo "not run here: cc cannot link a static program (no libc.a)"
+  fi
+  # Not ELF enough to say (a truncated header): no warning (execvp then
+  # hands it to sh, which fails).
+  printf '\177ELF\002\001' > "$tmp/cut-elf"; chmod 755 "$tmp/cut-elf"
+  $tx "$run" "$tmp/cut-elf" > /dev/null 2> "$tmp/err"; rc=$?
+  [ $rc -ne 0 ] && ! grep -q 'statically linked' "$tmp/err" ||
+    { bad "a truncated ELF file: exit $rc, or a warning:"; cat "$tmp/err"; }
+  # The dynamic loader run as a program takes LD_PRELOAD: no warning.
+  ld=$(readelf -l /bin/sh 2> /dev/null | sed -n 's/.*program interpreter: \(.*\)]$/\1/p')
+  if [ -n "$ld" ] && ! sanitized; then
+    $tx "$run" "$ld" /bin/sh -c 'exit 5' > /dev/null 2> "$tmp/err"; rc=$?
+    [ $rc -eq 5 ] && ! grep -q 'statically linked' "$tmp/err" ||
+      { bad "$ld as a program: exit $rc, not 5, or a warning:"; cat "$tmp/err"; }
   fi
   if ! sanitized; then
     $tx "$run" sh -c 'exit 0' 2> "$tmp/err" && [ ! -s "$tmp/err" ] ||
