@@ -328,6 +328,44 @@ static void test_turnstile(void)
 	}
 }
 
+/* ---- spinning before parking backs off --------------------------------- */
+
+/*
+ * A thread whose waits all end in a sleep spins before its first two, and
+ * then before one wait in 16 only (wait.c: WAIT_MISSES, WAIT_PROBE).  Run
+ * in a thread of its own, whose count of failed spins starts at 0; nothing
+ * else in this program waits meanwhile.
+ */
+#define BACKOFF_WAITS 34
+
+static void *backoff_thread(void *arg)
+{
+	static _Alignas(8) unsigned char obj[8];
+	uint64_t *spun = arg, before = jp__wait_spins();
+	unsigned char zero = 0;
+
+	for (unsigned i = 0; i < BACKOFF_WAITS; i++) {
+		struct timespec d;
+
+		jp_test_deadline_ms(&d, 1);
+		if (jp_wait(obj, &zero, 1, &d) != ETIMEDOUT)
+			return NULL;
+	}
+	*spun = jp__wait_spins() - before;
+	return NULL;
+}
+
+static void test_spin_backs_off(void)
+{
+	uint64_t spun = UINT64_MAX;
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, backoff_thread, &spun), 0);
+	pthread_join(t, NULL);
+	/* 2 spins, then waits 3 to 34 count 32 skips: probes at 16 and 32. */
+	CU_ASSERT_EQUAL(spun, 2 + (BACKOFF_WAITS - 2) / 16);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -339,6 +377,7 @@ int main(void)
 		{ "waiters on 64 objects 64 bytes apart, woken in turn", test_many_objects },
 		{ "objects sharing a proxy state lose no wakeup", test_shared_state },
 		{ "turnstile of 3 threads on each size", test_turnstile },
+		{ "a thread whose waits end asleep stops spinning", test_spin_backs_off },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
