@@ -193,10 +193,16 @@ static struct lk_range *block_at(uintptr_t w)
 	return w < blocks[lo].hi ? &blocks[lo] : NULL;
 }
 
+/* The first aligned word at or above lo: a range's words are read from
+ * there while a whole word fits below its end. */
+static uintptr_t first_word(uintptr_t lo)
+{
+	return (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+}
+
 static void scan_words(uintptr_t lo, uintptr_t hi)
 {
-	lo = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-	for (uintptr_t p = lo; p + sizeof(uintptr_t) <= hi; p += sizeof(uintptr_t)) {
+	for (uintptr_t p = first_word(lo); p + sizeof(uintptr_t) <= hi; p += sizeof(uintptr_t)) {
 		struct lk_range *b = block_at(*(const uintptr_t *)p);
 
 		if (b != NULL && !b->marked) {
@@ -246,9 +252,7 @@ static void propagate(void)
  */
 static void point_into(const struct lk_range *b)
 {
-	uintptr_t p = (b->lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-
-	for (; p + sizeof(uintptr_t) <= b->hi; p += sizeof(uintptr_t)) {
+	for (uintptr_t p = first_word(b->lo); p + sizeof(uintptr_t) <= b->hi; p += sizeof(uintptr_t)) {
 		struct lk_range *t = block_at(*(const uintptr_t *)p);
 
 		if (t != NULL && t != b && (t->marked & LK_REACHED) == 0)
@@ -262,9 +266,9 @@ static void cover(struct lk_range *root)
 	work[nwork++] = (uint32_t)(root - blocks);
 	while (nwork > 0) {
 		const struct lk_range *b = &blocks[work[--nwork]];
-		uintptr_t p = (b->lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
 
-		for (; p + sizeof(uintptr_t) <= b->hi; p += sizeof(uintptr_t)) {
+		for (uintptr_t p = first_word(b->lo); p + sizeof(uintptr_t) <= b->hi;
+		     p += sizeof(uintptr_t)) {
 			struct lk_range *t = block_at(*(const uintptr_t *)p);
 
 			if (t == NULL || t == root || (t->marked & LK_REACHED) != 0)

@@ -78,7 +78,7 @@ static void put_num(char *buf, size_t cap, size_t *len, uint64_t v)
 	jp__str_add(buf, cap, len, jp__fmt_u64(num, v));
 }
 
-static void put_group(const struct lk_group *g, bool first, bool *unnamed)
+static void put_group(int fd, const struct lk_group *g, bool first, bool *unnamed)
 {
 	char buf[4096];
 	size_t len = 0;
@@ -99,7 +99,7 @@ static void put_group(const struct lk_group *g, bool first, bool *unnamed)
 		*unnamed |= jp__put_site(buf, sizeof buf, &len, NULL, g->site);
 	}
 	jp__str_add(buf, sizeof buf, &len, "\n");
-	jp__os_write(jp__report_fd(), buf, len);
+	jp__os_write(fd, buf, len);
 }
 
 uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
@@ -109,6 +109,7 @@ uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
 	size_t len = 0, ng = 0, nleak = 0;
 	uint64_t total = 0, reach = 0, reach_bytes = 0, nind = 0;
 	bool unnamed = false;
+	int fd = jp__report_fd();	/* one look, for every line */
 
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].marked & LK_REACHED) {
@@ -129,7 +130,7 @@ uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
 	}
 	jp__leaks_sort(groups, ng, sizeof *groups, group_less);
 	for (size_t g = 0; g < ng; g++)
-		put_group(&groups[g], g == 0, &unnamed);
+		put_group(fd, &groups[g], g == 0, &unnamed);
 	buf[0] = '\0';
 	if (unnamed)
 		jp__str_add(buf, sizeof buf, &len, "(for file(+0xoff): addr2line -f -e file"
@@ -153,6 +154,6 @@ uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
 	jp__str_add(buf, sizeof buf, &len, " reachable blocks, ");
 	put_num(buf, sizeof buf, &len, reach_bytes);
 	jp__str_add(buf, sizeof buf, &len, " bytes, not reported)\n");
-	jp__os_write(jp__report_fd(), buf, len);
+	jp__os_write(fd, buf, len);
 	return nleak;
 }
