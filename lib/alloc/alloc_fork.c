@@ -44,7 +44,7 @@
 #include <pthread.h>
 
 #define NCLASS_LOCKS	(JP_NSHARDS * JP_NCLASSES)
-#define NLOCKS		(NCLASS_LOCKS + 4)
+#define NLOCKS		(NCLASS_LOCKS + 3 + JP_PROF_TABS)
 
 /* Every lock, in the order they are taken. */
 static struct jp__lock *lock_at(unsigned i)
@@ -59,7 +59,7 @@ static struct jp__lock *lock_at(unsigned i)
 	case 2:
 		return &jp__heap_lock;
 	default:
-		return &jp__prof_lock;	/* a leaf: last */
+		return jp__prof_lock_at(i - NCLASS_LOCKS - 3);	/* leaves: last */
 	}
 }
 

@@ -19,6 +19,7 @@
 #include "huge.h"
 #include "sizeclass.h"
 #include "stats.h"
+#include "prof.h"
 #include "base/os.h"
 #include "base/options.h"
 
@@ -112,6 +113,7 @@ void jp__alloc_init_slow(void)
 		jp__central_init();
 		jp__tcache_init();
 		jp__stats_init();
+		jp__prof_init();
 		/* For the leak report at exit, and check mode's reports of
 		 * misuse, which may come after the program closed stderr. */
 		if (jp__settings_w.check)

@@ -85,6 +85,7 @@ static struct jp_span *span_new(struct jp_central *k, unsigned shard, uint32_t c
 	 * not hold (jp__span_shard); valgrind's race detectors do not see
 	 * atomic accesses as synchronisation. */
 	JP_BENIGN_RACE(&s->shard, sizeof s->shard, "a span's shard, read as a hint");
+	s->prof_tab = (uint8_t)shard;	/* kept through adoptions */
 	s->cls = cls;
 	s->bsize = kc->bsize;
 	s->nblocks = kc->nblocks;

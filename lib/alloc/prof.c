@@ -51,11 +51,25 @@
  * is written with write(2) from a buffer on the stack: nothing allocates,
  * so it can be written at exit, from a signal handler and from malloc.
  *
- * Lock: jp__prof_lock, a leaf (nothing is taken while it is held; the fork
- * handlers take it last).
+ * Tables: the samples live in JP_PROF_TABS tables, one per shard of the
+ * allocator (central.h), each with its own lock, live samples and totals
+ * per stack; the profile adds them up.  A small block's sample goes to the
+ * table of the shard its span was made for (jp_span.prof_tab, fixed for
+ * the span's life, so that its free finds it, and the span's counts and
+ * its slices' limits are under one lock); a huge block's to table 0.
+ * Threads of different shards allocate from different spans, so their
+ * samples take different locks and write different lines: with one lock
+ * and one table for all, two threads sampling 360,000 blocks a second
+ * spent a fifth of their time passing the lock's and the totals' cache
+ * lines to each other (perf, alloc-bench balanced -t 2).
+ *
+ * Locks: the tables' (jp__prof_lock_at), leaves (nothing is taken while
+ * one is held; the fork handlers take them last, in index order, as the
+ * profile's writer does).
  */
 #include "alloc_init.h"
 #include "tcache.h"
+#include "central.h"
 #include "segment.h"
 #include "sizeclass.h"
 #include "prof.h"
@@ -69,7 +83,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct jp__lock jp__prof_lock;
 
 /* Bytes of huge blocks to allocate before the next sample (per thread);
  * 0: not drawn yet. */
@@ -77,11 +90,11 @@ static __thread uint64_t prof_huge_left __attribute__((tls_model("initial-exec")
 
 /* ---- live samples --------------------------------------------------- */
 
-/* The live samples' table: open addressing, at most half full, from
+/* A table's live samples: open addressing, at most half full, from
  * 2^10 slots of 16 bytes (16 KiB: a program that holds a few hundred
  * samples probes memory that stays in cache) doubling up to 2^17 (2 MiB:
- * 64Ki live samples, 32 GiB in use at the default rate).  Each table is
- * written at once when mapped, so that a sample does not take two page
+ * 64Ki live samples, 32 GiB in use at the default rate, per table).  Each
+ * is written at once when mapped, so that a sample does not take two page
  * faults (the zero page's read, then its copy) on the way. */
 #define LIVE_BITS_MIN	10
 #define LIVE_BITS_MAX	17
@@ -99,17 +112,36 @@ struct stack_total {
 	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
 };
 
-/* Under jp__prof_lock. */
-static struct live *live;
-static unsigned live_bits;	/* live has 2^live_bits slots */
-static struct stack_total *totals;
-static size_t nlive;
-static uint64_t dropped;
-static struct stack_total all;
+/* One table (see the top); all but the lock under the lock. */
+struct prof_tab {
+	struct jp__lock lock;
+	struct live *live;
+	unsigned live_bits;	/* live has 2^live_bits slots */
+	size_t nlive;
+	uint64_t dropped;
+	struct stack_total *totals;
+	struct stack_total all;
+} JP_ALIGNED_CL;
+
+_Static_assert(JP_PROF_TABS >= JP_NSHARDS, "a table per shard");
+
+static struct prof_tab tabs[JP_PROF_TABS];
 /* The bytes in use as the samples estimate them (each stands for at least
- * the rate's bytes), and that figure at the last interval profile. */
-static uint64_t est_inuse, est_last;
+ * the rate's bytes), and that figure at the last interval profile: kept
+ * only when interval profiles are asked for (prof_interval). */
+static _Atomic uint64_t est_inuse, est_last;
 static _Atomic unsigned prof_seq;
+
+void jp__prof_init(void)
+{
+	for (unsigned i = 0; i < JP_PROF_TABS; i++)
+		jp__lock_init(&tabs[i].lock);
+}
+
+struct jp__lock *jp__prof_lock_at(unsigned i)
+{
+	return &tabs[i].lock;
+}
 
 /* n bytes of fresh memory, each page written once (see above). */
 static void *map_written(size_t n)
@@ -123,46 +155,47 @@ static void *map_written(size_t n)
 	return m;
 }
 
-static size_t slot_of(uintptr_t a)
+static size_t slot_of(unsigned bits, uintptr_t a)
 {
-	return (size_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - live_bits));
+	return (size_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - bits));
 }
 
-static size_t slot_next(size_t i)
+static size_t slot_next(unsigned bits, size_t i)
 {
-	return (i + 1) & (((size_t)1 << live_bits) - 1);
+	return (i + 1) & (((size_t)1 << bits) - 1);
 }
 
-/* A free slot for a, which is not in the table. */
-static size_t slot_free(uintptr_t a)
+/* A free slot for a, which is not in live (of 2^bits slots). */
+static size_t slot_free(const struct live *live, unsigned bits, uintptr_t a)
 {
 	size_t i;
 
-	for (i = slot_of(a); live[i].addr != 0; i = slot_next(i))
+	for (i = slot_of(bits, a); live[i].addr != 0; i = slot_next(bits, i))
 		;
 	return i;
 }
 
-/* Room for one more live sample: the tables mapped, the live one grown
- * to keep it at most half full.  False when there is none. */
-static bool tables(void)
+/* Room in t for one more live sample: its tables mapped, the live one
+ * grown to keep it at most half full.  False when there is none. */
+static bool tables(struct prof_tab *t)
 {
-	struct live *old = live;
-	size_t nold = (size_t)1 << live_bits;
-	unsigned bits = live_bits == 0 ? LIVE_BITS_MIN : live_bits + 1;
+	struct live *old = t->live;
+	size_t nold = (size_t)1 << t->live_bits;
+	unsigned bits = t->live_bits == 0 ? LIVE_BITS_MIN : t->live_bits + 1;
+	struct live *live;
 
-	if (totals == NULL && (totals = map_written(NSTACKS * sizeof *totals)) == NULL)
+	if (t->totals == NULL &&
+	    (t->totals = map_written(NSTACKS * sizeof *t->totals)) == NULL)
 		return false;
-	if (live != NULL && nlive < nold / 2)
+	if (old != NULL && t->nlive < nold / 2)
 		return true;
-	if (nlive >= LIVE_MAX || (live = map_written(sizeof *live << bits)) == NULL) {
-		live = old;
+	if (t->nlive >= LIVE_MAX || (live = map_written(sizeof *live << bits)) == NULL)
 		return false;
-	}
-	live_bits = bits;
 	for (size_t i = 0; old != NULL && i < nold; i++)
 		if (old[i].addr != 0)
-			live[slot_free((uintptr_t)old[i].addr)] = old[i];
+			live[slot_free(live, bits, (uintptr_t)old[i].addr)] = old[i];
+	t->live = live;
+	t->live_bits = bits;
 	if (old != NULL)
 		(void)jp__os_unmap(old, nold * sizeof *old);
 	return true;
@@ -173,27 +206,31 @@ static uint64_t estimate(uint64_t size)
 	return size > jp__settings.prof_rate ? size : jp__settings.prof_rate;
 }
 
-/* Remove the sample of a, if any (under the lock); its size, or 0. */
-static uint64_t live_remove(uintptr_t a)
+/* Remove the sample of a from t, if there (under t's lock); its size, or
+ * 0. */
+static uint64_t live_remove(struct prof_tab *t, uintptr_t a)
 {
+	struct live *live = t->live;
+	unsigned bits = t->live_bits;
 	size_t i, j;
 	uint64_t size;
 
-	if (live == NULL || nlive == 0)
+	if (live == NULL || t->nlive == 0)
 		return 0;
-	for (i = slot_of(a); live[i].addr != a; i = slot_next(i))
+	for (i = slot_of(bits, a); live[i].addr != a; i = slot_next(bits, i))
 		if (live[i].addr == 0)
 			return 0;
 	size = (uint64_t)live[i].size16 * 16;
-	totals[live[i].id].inuse_n--;
-	totals[live[i].id].inuse_b -= size;
-	all.inuse_n--;
-	all.inuse_b -= size;
-	est_inuse -= estimate(size);
-	nlive--;
+	t->totals[live[i].id].inuse_n--;
+	t->totals[live[i].id].inuse_b -= size;
+	t->all.inuse_n--;
+	t->all.inuse_b -= size;
+	if (jp__settings.prof_interval != 0)
+		atomic_fetch_sub_explicit(&est_inuse, estimate(size), memory_order_relaxed);
+	t->nlive--;
 	/* Backward shift: no tombstones. */
-	for (j = slot_next(i); live[j].addr != 0; j = slot_next(j)) {
-		size_t home = slot_of(live[j].addr);
+	for (j = slot_next(bits, i); live[j].addr != 0; j = slot_next(bits, j)) {
+		size_t home = slot_of(bits, live[j].addr);
 
 		/* j's entry may move to i when its home is not in (i, j]. */
 		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
@@ -207,15 +244,36 @@ static uint64_t live_remove(uintptr_t a)
 
 size_t jp__prof_nlive(void)
 {
-	size_t n;
+	size_t n = 0;
 
-	jp__lock(&jp__prof_lock);
-	n = nlive;
-	jp__unlock(&jp__prof_lock);
+	for (unsigned i = 0; i < JP_PROF_TABS; i++) {
+		jp__lock(&tabs[i].lock);
+		n += tabs[i].nlive;
+		jp__unlock(&tabs[i].lock);
+	}
 	return n;
 }
 
+/* The table of the samples of span s's blocks (NULL: huge blocks). */
+static struct prof_tab *tab_of(const struct jp_span *s)
+{
+	return &tabs[s != NULL ? s->prof_tab : 0];
+}
+
 static void write_interval(void);
+
+/* Interval profiles: true when the estimate in use, grown by est, passed
+ * the last profile's by the interval (one thread wins the profile). */
+static bool interval_due(uint64_t est)
+{
+	uint64_t now = atomic_fetch_add_explicit(&est_inuse, est, memory_order_relaxed) + est;
+	uint64_t last = atomic_load_explicit(&est_last, memory_order_relaxed);
+
+	/* relaxed: a trigger; the profile takes the tables' locks. */
+	return now >= last + jp__settings.prof_interval &&
+	       atomic_compare_exchange_strong_explicit(&est_last, &last, now,
+						       memory_order_relaxed, memory_order_relaxed);
+}
 
 /* Record block p of size bytes (span s for a small block, else NULL);
  * false when the table is full. */
@@ -224,30 +282,32 @@ static bool record(void *p, uint64_t size, struct jp_span *s)
 	uintptr_t pcs[JP_STACK_MAX];
 	unsigned n = jp__stack_capture(pcs, JP_STACK_MAX, 0, true);
 	uint32_t id = jp__stack_depot_put(pcs, n);
+	struct prof_tab *t = tab_of(s);
+	struct stack_total *tot;
 	bool due = false;
 	size_t i;
 
-	jp__lock(&jp__prof_lock);
-	if (!tables()) {
-		dropped++;
-		jp__unlock(&jp__prof_lock);
-		return false;
-	}
-	i = slot_free((uintptr_t)p);
 	if (size > (uint64_t)UINT32_MAX * 16)
 		size = (uint64_t)UINT32_MAX * 16;
 	size = (size + 15) & ~(uint64_t)15;
-	live[i] = (struct live){ (uintptr_t)p, (uint32_t)(size / 16), id };
-	nlive++;
-	totals[id].inuse_n++;
-	totals[id].inuse_b += size;
-	totals[id].alloc_n++;
-	totals[id].alloc_b += size;
-	all.inuse_n++;
-	all.inuse_b += size;
-	all.alloc_n++;
-	all.alloc_b += size;
-	est_inuse += estimate(size);
+	jp__lock(&t->lock);
+	if (!tables(t)) {
+		t->dropped++;
+		jp__unlock(&t->lock);
+		return false;
+	}
+	i = slot_free(t->live, t->live_bits, (uintptr_t)p);
+	t->live[i] = (struct live){ (uintptr_t)p, (uint32_t)(size / 16), id };
+	t->nlive++;
+	tot = &t->totals[id];
+	tot->inuse_n++;
+	tot->inuse_b += size;
+	tot->alloc_n++;
+	tot->alloc_b += size;
+	t->all.inuse_n++;
+	t->all.inuse_b += size;
+	t->all.alloc_n++;
+	t->all.alloc_b += size;
 	if (s != NULL) {
 		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)p & ~(uintptr_t)JP_SEG_MASK);
 		unsigned k = ((uintptr_t)p >> JP_SLICE_SHIFT) & (JP_NSLICES - 1);
@@ -264,11 +324,11 @@ static bool record(void *p, uint64_t size, struct jp_span *s)
 		if (seg->prof_nsampled[k]++ == 0 || m < seg->slices[k].limit)
 			__atomic_store_n(&seg->slices[k].limit, m, __ATOMIC_RELAXED);
 	}
-	if (jp__settings.prof_interval != 0 && est_inuse >= est_last + jp__settings.prof_interval) {
-		est_last = est_inuse;
-		due = true;
-	}
-	jp__unlock(&jp__prof_lock);
+	/* Before the unlock: a free of p, which may follow at once in
+	 * another thread, takes its estimate back. */
+	if (jp__settings.prof_interval != 0)
+		due = interval_due(estimate(size));
+	jp__unlock(&t->lock);
 	if (due)
 		write_interval();
 	return true;
@@ -306,8 +366,10 @@ bool jp__prof_huge(void *p, uint64_t usable)
 
 void jp__prof_free(void *p, struct jp_span *s)
 {
-	jp__lock(&jp__prof_lock);
-	if (live_remove((uintptr_t)p) != 0 && s != NULL) {
+	struct prof_tab *t = tab_of(s);
+
+	jp__lock(&t->lock);
+	if (live_remove(t, (uintptr_t)p) != 0 && s != NULL) {
 		struct jp_segment *seg = (struct jp_segment *)((uintptr_t)p & ~(uintptr_t)JP_SEG_MASK);
 		unsigned k = ((uintptr_t)p >> JP_SLICE_SHIFT) & (JP_NSLICES - 1);
 
@@ -319,7 +381,7 @@ void jp__prof_free(void *p, struct jp_span *s)
 		if (__atomic_sub_fetch(&s->nsampled, 1, __ATOMIC_RELAXED) == 0)
 			__atomic_store_n(&s->sampled_mask, 0, __ATOMIC_RELAXED);
 	}
-	jp__unlock(&jp__prof_lock);
+	jp__unlock(&t->lock);
 }
 
 /* ---- the profile ---------------------------------------------------- */
@@ -349,42 +411,80 @@ static void add_counts(char *line, size_t *len, const struct stack_total *t)
 	jp__str_add(line, LINE_MAX_BYTES, len, "] @");
 }
 
-/* The profile into fd; false when interrupted code holds the lock. */
+/* Every table's lock, in index order; false, holding none, when the
+ * code a signal interrupted holds one (interrupted). */
+static bool lock_tabs(bool interrupted)
+{
+	for (unsigned i = 0; i < JP_PROF_TABS; i++) {
+		if (!interrupted)
+			jp__lock(&tabs[i].lock);
+		else if (!jp__lock_for_fork(&tabs[i].lock)) {
+			while (i-- > 0)
+				jp__unlock(&tabs[i].lock);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The totals of stack id over the n tables of totals in v (locked). */
+static struct stack_total sum_of(struct stack_total *const *v, unsigned n, uint32_t id)
+{
+	struct stack_total t = { 0, 0, 0, 0 };
+
+	for (unsigned i = 0; i < n; i++) {
+		t.inuse_n += v[i][id].inuse_n;
+		t.inuse_b += v[i][id].inuse_b;
+		t.alloc_n += v[i][id].alloc_n;
+		t.alloc_b += v[i][id].alloc_b;
+	}
+	return t;
+}
+
+/* The profile into fd; false when interrupted code holds a lock. */
 static bool write_profile(int fd, bool interrupted)
 {
 	char line[LINE_MAX_BYTES];
 	size_t len = 0;
-	struct stack_total t;
+	struct stack_total t = { 0, 0, 0, 0 }, none, *used[JP_PROF_TABS];
+	unsigned nused = 0;
 
-	if (interrupted ? !jp__lock_for_fork(&jp__prof_lock) : (jp__lock(&jp__prof_lock), false))
+	if (!lock_tabs(interrupted))
 		return false;
 	/* Id 0 (no stack captured) is counted but has no line: the header is
 	 * the sum of the lines. */
-	t = all;
-	if (totals != NULL) {
-		t.inuse_n -= totals[0].inuse_n;
-		t.inuse_b -= totals[0].inuse_b;
-		t.alloc_n -= totals[0].alloc_n;
-		t.alloc_b -= totals[0].alloc_b;
+	for (unsigned i = 0; i < JP_PROF_TABS; i++) {
+		t.inuse_n += tabs[i].all.inuse_n;
+		t.inuse_b += tabs[i].all.inuse_b;
+		t.alloc_n += tabs[i].all.alloc_n;
+		t.alloc_b += tabs[i].all.alloc_b;
+		if (tabs[i].totals != NULL)
+			used[nused++] = tabs[i].totals;
 	}
+	none = sum_of(used, nused, 0);
+	t.inuse_n -= none.inuse_n;
+	t.inuse_b -= none.inuse_b;
+	t.alloc_n -= none.alloc_n;
+	t.alloc_b -= none.alloc_b;
 	jp__str_add(line, sizeof line, &len, "heap profile: ");
 	add_counts(line, &len, &t);
 	jp__str_add(line, sizeof line, &len, " heap_v2/");
 	add_num(line, &len, jp__settings.prof_rate);
 	jp__str_add(line, sizeof line, &len, "\n");
 	jp__os_write(fd, line, len);
-	for (uint32_t id = 1; totals != NULL && id < NSTACKS; id++) {
+	for (uint32_t id = 1; id < NSTACKS; id++) {
 		uintptr_t pcs[JP_STACK_MAX];
 		unsigned n;
 		char hex[24];
 
-		if (totals[id].alloc_n == 0)
+		t = sum_of(used, nused, id);
+		if (t.alloc_n == 0)
 			continue;
 		n = jp__stack_depot_get(id, pcs, JP_STACK_MAX);
 		if (n == 0)
 			continue;
 		len = 0;
-		add_counts(line, &len, &totals[id]);
+		add_counts(line, &len, &t);
 		for (unsigned k = 0; k < n; k++) {
 			jp__str_add(line, sizeof line, &len, " ");
 			jp__str_add(line, sizeof line, &len, jp__fmt_hex(hex, pcs[k]));
@@ -392,7 +492,8 @@ static bool write_profile(int fd, bool interrupted)
 		jp__str_add(line, sizeof line, &len, "\n");
 		jp__os_write(fd, line, len);
 	}
-	jp__unlock(&jp__prof_lock);
+	for (unsigned i = JP_PROF_TABS; i-- > 0;)
+		jp__unlock(&tabs[i].lock);
 	len = 0;
 	jp__str_add(line, sizeof line, &len, "\nMAPPED_LIBRARIES:\n");
 	jp__os_write(fd, line, len);

@@ -18,7 +18,12 @@ struct jp_heap;
 struct jp_bin;
 struct jp_span;
 
-extern struct jp__lock jp__prof_lock;
+/* The samples' tables, one per shard of the allocator (prof.c), each
+ * with its lock: a leaf; the fork handlers take them last, in index
+ * order.  jp__prof_init readies the locks, at start. */
+#define JP_PROF_TABS	8
+void jp__prof_init(void);
+struct jp__lock *jp__prof_lock_at(unsigned i);
 /* Set b's count so that it carries at the next sampled block of cls. */
 void jp__prof_bin_arm(struct jp_bin *b, uint32_t cls);
 /* The block p of bin b of heap h (this thread's) is sampled: record it,

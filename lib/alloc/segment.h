@@ -96,6 +96,8 @@ struct jp_span {
 	uint16_t nslices;
 	uint8_t in_list;	/* linked in the class's list */
 	uint8_t shard;		/* whose lists it is on (jp__span_shard) */
+	uint8_t prof_tab;	/* the heap profile's table of its samples:
+				 * the shard it was made for (prof.c) */
 	uint32_t nsampled;	/* its blocks in the heap profile (prof.c;
 				 * under its lock) */
 	/* A filter of those blocks' addresses (jp__prof_bit): a free whose

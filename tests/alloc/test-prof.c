@@ -14,6 +14,7 @@
 #include <CUnit/CUnit.h>
 #include <jpsync/alloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,93 @@ static void test_samples_across_threads(void)
 	CU_ASSERT_EQUAL(jp__prof_nlive(), live0);
 }
 
+/*
+ * A span keeps its samples' table when another shard adopts it.  The
+ * first thread's blocks are sampled into its shard's table; it exits and
+ * half its blocks are freed; a second thread, of another shard, adopts
+ * those spans, and its own samples there, its frees and the frees of the
+ * first thread's other blocks must all meet the samples where they are.
+ * Fails if a sample's table follows the span's current shard: the first
+ * thread's last blocks are then looked for in the second shard's table,
+ * and their samples stay live.
+ */
+enum { ADOPT_N = 2000, ADOPT_SIZE = 184 };
+
+struct adopt {
+	void *first[ADOPT_N], *second[ADOPT_N / 2];
+	sem_t first_done, second_in, go;
+	unsigned adopted;
+	int failed;
+};
+
+static void *adopt_first(void *arg)
+{
+	struct adopt *a = arg;
+
+	for (size_t i = 0; i < ADOPT_N; i++)
+		if ((a->first[i] = jp_alloc(ADOPT_SIZE)) == NULL)
+			a->failed = 1;
+	sem_post(&a->first_done);
+	while (sem_wait(&a->second_in) != 0)
+		;		/* exits once the second has a shard of its own */
+	return NULL;
+}
+
+static void *adopt_second(void *arg)
+{
+	struct adopt *a = arg;
+
+	jp_free(jp_alloc(16));	/* joins a shard */
+	sem_post(&a->second_in);
+	while (sem_wait(&a->go) != 0)
+		;
+	for (size_t i = 0; i < ADOPT_N / 2; i++) {
+		if ((a->second[i] = jp_alloc(ADOPT_SIZE)) == NULL) {
+			a->failed = 1;
+			continue;
+		}
+		/* A span made for another shard: adopted. */
+		if (jp__span_of((uintptr_t)a->second[i])->prof_tab != jp__tls_heap->shard)
+			a->adopted++;
+	}
+	for (size_t i = 0; i < ADOPT_N / 2; i++)
+		jp_free(a->second[i]);
+	return NULL;
+}
+
+static void test_samples_in_adopted_span(void)
+{
+	static struct adopt a;
+	const uint64_t rate = jp__settings.prof_rate;
+	size_t live0 = jp__prof_nlive();
+	pthread_t t1, t2;
+
+	sem_init(&a.first_done, 0, 0);
+	sem_init(&a.second_in, 0, 0);
+	sem_init(&a.go, 0, 0);
+	jp__settings_w.prof_rate = 64;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t1, NULL, adopt_first, &a), 0);
+	while (sem_wait(&a.first_done) != 0)
+		;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t2, NULL, adopt_second, &a), 0);
+	pthread_join(t1, NULL);
+	for (size_t i = 0; i < ADOPT_N; i += 2)
+		jp_free(a.first[i]);
+	jp_thread_flush();
+	sem_post(&a.go);
+	pthread_join(t2, NULL);
+	jp__settings_w.prof_rate = rate;
+	CU_ASSERT_FATAL(!a.failed);
+	CU_ASSERT(a.adopted > 0);	/* the case happened */
+	for (size_t i = 1; i < ADOPT_N; i += 2)
+		jp_free(a.first[i]);
+	jp_thread_flush();
+	CU_ASSERT_EQUAL(jp__prof_nlive(), live0);
+	sem_destroy(&a.first_done);
+	sem_destroy(&a.second_in);
+	sem_destroy(&a.go);
+}
+
 static CU_TestInfo prof_tests[] = {
 	{ "-ln(u) without libm is exact to 1e-6", test_exp1 },
 	{ "-ln(u) is within 1e-8 everywhere", test_exp1_sweep },
@@ -345,6 +433,7 @@ static CU_TestInfo prof_tests[] = {
 	{ "only the sampled block's slice frees through the profile", test_sampled_slice },
 	{ "the live samples' table grows and keeps every sample", test_many_samples },
 	{ "samples recorded and freed on other threads", test_samples_across_threads },
+	{ "an adopted span's samples stay in their table", test_samples_in_adopted_span },
 	CU_TEST_INFO_NULL,
 };
 
