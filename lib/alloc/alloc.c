@@ -248,7 +248,7 @@ static inline bool bin_push(void *p, uint32_t binoff)
  * errno is kept, as POSIX.1-2024 asks of free: what free does below may call
  * munmap, madvise or mmap (a span's or a huge block's pages given back,
  * check mode's quarantine), and a failure of one of those is no failure of
- * free; the profile's lock may wait on a futex.  Saved around those calls
+ * free; a profile table's lock may wait on a futex.  Saved around those calls
  * only: the blocks the heap profile sends here only to be pushed (prof.c)
  * make no system call, as on the fast path.
  */

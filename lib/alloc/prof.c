@@ -58,7 +58,9 @@
  * the span's life, so that its free finds it, and the span's counts and
  * its slices' limits are under one lock); a huge block's to table 0.
  * Threads of different shards allocate from different spans, so their
- * samples take different locks and write different lines: with one lock
+ * samples mostly take different locks and write different lines (not
+ * those of blocks above the thread caches' largest, which all come from
+ * shard 0, nor those of spans adopted from another shard): with one lock
  * and one table for all, two threads sampling 360,000 blocks a second
  * spent a fifth of their time passing the lock's and the totals' cache
  * lines to each other (perf, alloc-bench balanced -t 2).
@@ -82,7 +84,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
-
 
 /* Bytes of huge blocks to allocate before the next sample (per thread);
  * 0: not drawn yet. */
@@ -411,19 +412,17 @@ static void add_counts(char *line, size_t *len, const struct stack_total *t)
 	jp__str_add(line, LINE_MAX_BYTES, len, "] @");
 }
 
-/* Every table's lock, in index order; false, holding none, when the
- * code a signal interrupted holds one (interrupted). */
+/* Every table's lock, in index order; false, taking none, when the code a
+ * signal interrupted holds one (interrupted).  All are looked at before
+ * any is taken: a handler that waited for table 0 while its thread held
+ * table 3 could wait for a writer that holds table 0 and waits for 3. */
 static bool lock_tabs(bool interrupted)
 {
-	for (unsigned i = 0; i < JP_PROF_TABS; i++) {
-		if (!interrupted)
-			jp__lock(&tabs[i].lock);
-		else if (!jp__lock_for_fork(&tabs[i].lock)) {
-			while (i-- > 0)
-				jp__unlock(&tabs[i].lock);
+	for (unsigned i = 0; interrupted && i < JP_PROF_TABS; i++)
+		if (jp__lock_mine(&tabs[i].lock))
 			return false;
-		}
-	}
+	for (unsigned i = 0; i < JP_PROF_TABS; i++)
+		jp__lock(&tabs[i].lock);
 	return true;
 }
 

@@ -1,6 +1,6 @@
 /*
  * prof.h - what prof.c owns: the heap profile (JPSYNC_HEAP_PROFILE), its
- * sampling countdowns in the bins, its samples and the profile lock.  The
+ * sampling countdowns in the bins, its samples and their tables' locks.  The
  * allocation and free paths call in here only when a sample is due or a
  * span holds sampled blocks (see prof.c).
  */

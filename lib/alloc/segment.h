@@ -99,9 +99,9 @@ struct jp_span {
 	uint8_t prof_tab;	/* the heap profile's table of its samples:
 				 * the shard it was made for (prof.c) */
 	uint32_t nsampled;	/* its blocks in the heap profile (prof.c;
-				 * under its lock) */
+				 * under its profile table's lock) */
 	/* A filter of those blocks' addresses (jp__prof_bit): a free whose
-	 * bit is clear is not sampled.  Set under the profile's lock,
+	 * bit is clear is not sampled.  Set under its profile table's lock,
 	 * cleared with the last sample; read relaxed by free_generic. */
 	uint64_t sampled_mask;
 };
@@ -148,7 +148,7 @@ struct jp_segment {
 	struct jp_slice slices[JP_NSLICES];	/* the same, for jp_free */
 	/* Sampled blocks (heap profile) that start in each slice: while
 	 * not 0, the slice's limit is 0 and its frees take the slow path
-	 * (prof.c; under the profile's lock). */
+	 * (prof.c; under the lock of their span's profile table). */
 	uint16_t prof_nsampled[JP_NSLICES];
 	struct jp_span spans[JP_NSLICES];
 };

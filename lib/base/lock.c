@@ -93,11 +93,16 @@ void jp__lock_init(struct jp__lock *l)
 	JP_BENIGN_RACE(l, sizeof *l, "lock word");
 }
 
-bool jp__lock_for_fork(struct jp__lock *l)
+bool jp__lock_mine(const struct jp__lock *l)
 {
 	/* relaxed: only our own earlier store can make it equal to us. */
-	if (atomic_load_explicit(&l->owner, memory_order_relaxed) ==
-	    (uintptr_t)pthread_self())
+	return atomic_load_explicit(&l->owner, memory_order_relaxed) ==
+	       (uintptr_t)pthread_self();
+}
+
+bool jp__lock_for_fork(struct jp__lock *l)
+{
+	if (jp__lock_mine(l))
 		return false;
 	jp__lock(l);
 	return true;

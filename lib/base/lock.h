@@ -98,6 +98,8 @@ void jp__lock_init(struct jp__lock *l);
  * in the child, where only the forking thread exists.
  */
 bool jp__lock_for_fork(struct jp__lock *l);
+/* Whether the calling thread holds l (a signal handler's question). */
+bool jp__lock_mine(const struct jp__lock *l);
 void jp__lock_reset(struct jp__lock *l);
 
 #pragma GCC visibility pop

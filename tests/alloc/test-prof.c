@@ -13,11 +13,16 @@
 
 #include <CUnit/CUnit.h>
 #include <jpsync/alloc.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LN2 0.69314718055994530942
 
@@ -425,6 +430,65 @@ static void test_samples_in_adopted_span(void)
 	sem_destroy(&a.go);
 }
 
+/*
+ * A stats signal that lands in a thread holding one table's lock, while
+ * another thread writes a profile and, holding the tables below it, waits
+ * for that one: the handler writes no profile (it says why) instead of
+ * waiting for the writer, which waits for it.  Hangs (and alarm ends it)
+ * when the handler takes the tables one by one.  The profiles go to a
+ * directory of their own (JPSYNC_HEAP_PROFILE is not set here: the names
+ * are ".<pid>.<seq>.heap").
+ */
+static void *profile_writer(void *arg)
+{
+	(void)arg;
+	jp__prof_on_signal();
+	return NULL;
+}
+
+static void test_signal_profile_no_deadlock(void)
+{
+	char dir[] = "/tmp/jpsync-prof-XXXXXX", cwd[4096], path[4200], buf[256];
+	struct jp__lock *mine = jp__prof_lock_at(3);
+	unsigned said = 0, files = 0;
+	struct dirent *e;
+	pthread_t t;
+	DIR *d;
+
+	CU_ASSERT_FATAL(getcwd(cwd, sizeof cwd) != NULL && mkdtemp(dir) != NULL);
+	CU_ASSERT_FATAL(chdir(dir) == 0);
+	alarm(60);
+	jp__lock(mine);		/* the code the signal interrupts */
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, profile_writer, NULL), 0);
+	/* The writer holds tables 0 to 2, and waits for 3. */
+	while (atomic_load(&jp__prof_lock_at(2)->owner) == 0)
+		sched_yield();
+	jp__prof_on_signal();	/* the handler, in this thread */
+	jp__unlock(mine);
+	pthread_join(t, NULL);
+	alarm(0);
+	CU_ASSERT_FATAL((d = opendir(".")) != NULL);
+	while ((e = readdir(d)) != NULL) {
+		FILE *f;
+
+		if (e->d_name[0] != '.' || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		files++;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if ((f = fopen(path, "r")) != NULL) {
+			if (fgets(buf, sizeof buf, f) != NULL && strstr(buf, "interrupted") != NULL)
+				said++;
+			fclose(f);
+		}
+		unlink(path);
+	}
+	closedir(d);
+	CU_ASSERT(chdir(cwd) == 0);
+	rmdir(dir);
+	CU_ASSERT_EQUAL(files, 2);	/* the writer's, and the handler's */
+	CU_ASSERT_EQUAL(said, 1);	/* which says it wrote none */
+}
+
 static CU_TestInfo prof_tests[] = {
 	{ "-ln(u) without libm is exact to 1e-6", test_exp1 },
 	{ "-ln(u) is within 1e-8 everywhere", test_exp1_sweep },
@@ -434,6 +498,7 @@ static CU_TestInfo prof_tests[] = {
 	{ "the live samples' table grows and keeps every sample", test_many_samples },
 	{ "samples recorded and freed on other threads", test_samples_across_threads },
 	{ "an adopted span's samples stay in their table", test_samples_in_adopted_span },
+	{ "a profile from a signal never waits for a writer", test_signal_profile_no_deadlock },
 	CU_TEST_INFO_NULL,
 };
 
