@@ -124,7 +124,8 @@ bool jp__lockdep_holds(const void *lock);
 
 /* FUTEX_WAKE calls made by jp_notify_* and jp_cond_*, for the white-box tests. */
 uint64_t jp__wait_wake_calls(void);
-/* How many times jp_wait spun before it parked or returned (wait.c). */
+/* How many times jp_wait spun before it parked or returned, in the calling
+ * thread (wait.c). */
 uint64_t jp__wait_spins(void);
 /* Count a FUTEX_WAKE call (cond.c). */
 void jp__wait_count_wake(void);
