@@ -28,6 +28,7 @@ find_lib() {
 }
 
 jpsync_mod=${JPSYNC_BENCH_JPSYNC_PRELOAD:-$top_builddir/shim/.libs/libjpsync-preload.so}
+case $jpsync_mod in /*) ;; *) jpsync_mod=$PWD/$jpsync_mod ;; esac	# the runs cd
 jpsync_libpath=$top_builddir/lib/.libs	# libjpsync.so.1, uninstalled
 
 # Resolve each implementation to what goes in LD_PRELOAD ("" for glibc) and

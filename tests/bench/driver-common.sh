@@ -11,11 +11,15 @@
 #           $top_builddir/tests/bench/results)
 # refusing a bad value with a one-line message and exit status 2; sets
 # top_srcdir and top_builddir where make did not (the source tree above this
-# file; the current folder); makes the folder; starts $csv (the contract's
+# file; the current folder), top_builddir made absolute; makes the folder; starts $csv (the contract's
 # header line) and $notes (empty); and sets median_awk, median.awk's
 # functions to put before an inline awk program: awk "$median_awk"'...'.
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=.}"
+# Absolute: a driver runs programs from other folders (mimalloc-bench.sh
+# from its build), where a relative path to the preload module left the
+# allocator unloaded and the cell measuring glibc's malloc.
+top_builddir=$(CDPATH='' cd "$top_builddir" && pwd) || exit 2
 median_awk=$(cat "$top_srcdir/tests/bench/median.awk") || exit 2
 reps=${JPSYNC_BENCH_REPS:-5}
 quick=${JPSYNC_BENCH_QUICK:-0}
