@@ -31,8 +31,11 @@
  * Double free: a freed block's second word holds jp__settings.key, a random
  * per-process value, and jp_alloc clears it when it hands the block out.
  * A free that finds the key confirms by looking for the block in the
- * thread's bin and its span's free list (as glibc's tcache does) before it
- * reports, so a program that happens to store the key is not killed.
+ * thread's bin, on the transfer chains and in its span's free map (as
+ * glibc's tcache looks in its lists) before it reports, so a program that
+ * happens to store the key is not killed.  A block freed twice that the
+ * first thread's bin hid is found when the second of the two reaches its
+ * span (jp__central_put).
  */
 #include "alloc_init.h"
 #include "check.h"

@@ -27,7 +27,7 @@
  * A chain of free blocks that a bin gave back whole, kept as it is so that
  * another bin of the shard refills from it in one step (tcmalloc's
  * transfer cache): a block a consumer thread frees reaches a producer with
- * no walk of its span's free list under the lock.  Its blocks still count
+ * no look at its span's free map under the lock.  Its blocks still count
  * as used in their spans (and in used_blocks).
  */
 #define JP_XFER_SLOTS	8
@@ -93,7 +93,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit);
  * exactly n blocks ending in a NULL link); returns the rest, or head when
  * it was not kept. */
 void *jp__central_keep(uint32_t cls, void *head, uint32_t n, bool all);
-/* Is p on a transfer chain of its class, or on the free list of s? */
+/* Is p on a transfer chain of its class, or free in the map of s? */
 bool jp__central_holds(void *p, struct jp_span *s);
 /* Send the transfer chains of shard a back to their spans. */
 void jp__central_drain(unsigned a);

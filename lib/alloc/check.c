@@ -23,7 +23,7 @@
  *                                    for off + n + 8
  *
  * A free checks the tag, the canaries before and after, then turns the
- * block into a freed one: pointer word 0 the free list's link, pointer word
+ * block into a freed one: pointer word 0 a link while it is in a bin (0 in its span), pointer word
  * 1 the double-free key (tcache.c), bytes 16-23 n | log2(off) << 24 | a <<
  * 32, bytes 24-31 f | c << 32 (f: the stack id of the free, c a 32-bit
  * check of both words, FREED among them), and every byte from 32 on FILL.

@@ -86,7 +86,8 @@ struct jp_span {
 	uint32_t bsize;
 	uint32_t cls;		/* size class */
 	/* The rest is under the class lock. */
-	void *free;		/* freed blocks, linked through word 0 */
+	uint32_t nfree;		/* blocks set in its free map (central.c) */
+	uint32_t scan;		/* no free-map word below this has a bit set */
 	uintptr_t bump;		/* next never-used block ... */
 	uintptr_t bump_end;	/* ... up to here */
 	uint32_t used;		/* blocks out of the span (caches and users) */
@@ -136,6 +137,8 @@ struct jp_slice {
 	uint64_t bsize;
 };
 
+#define JP_FREEMAP_WORDS	(JP_SLICE_SIZE / 16 / 64)
+
 struct jp_segment {
 	uint64_t magic;
 	struct jp_segment *next, *prev;	/* list of segments (segment lock) */
@@ -151,7 +154,14 @@ struct jp_segment {
 	 * (prof.c; under the lock of their span's profile table). */
 	uint16_t prof_nsampled[JP_NSLICES];
 	struct jp_span spans[JP_NSLICES];
+	/* The free blocks of the span that starts at each slice, a bit per
+	 * block (central.c; under the span's class lock).  A span has at
+	 * most JP_SLICE_SIZE / 16 blocks: bigger blocks span more slices. */
+	uint64_t freemap[JP_NSLICES][JP_FREEMAP_WORDS] JP_ALIGNED_CL;
 };
+
+_Static_assert(sizeof(struct jp_segment) <= JP_SLICE_SIZE,
+	       "a segment's header fits in its first slice");
 
 #define JP_SEG_MAGIC	0x6a7073796e637365ULL
 

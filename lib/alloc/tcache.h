@@ -67,7 +67,7 @@ void *jp__class_alloc(struct jp_heap *h, uint32_t cls);
 /* Free a valid small block p of span s into heap h (NULL: no heap). */
 void jp__free_block(struct jp_heap *h, void *p, struct jp_span *s);
 void jp__heap_flush(struct jp_heap *h);
-/* Is p a free block (in h's bin, on a chain or on its span's list)? */
+/* Is p a free block (in h's bin, on a chain or free in its span)? */
 bool jp__block_is_free(struct jp_heap *h, void *p, struct jp_span *s);
 /* For the statistics (heap lock held): what bin c of live heap h handed
  * out and took back, returning its length; the same counts summed over

@@ -214,6 +214,46 @@ static int bulk(void)
 	return 0;
 }
 
+/*
+ * refill-order (run with JPSYNC_CACHE_N=1 and JPSYNC_MAG_SIZE=1, so that
+ * nearly every block goes back to its span and every refill takes one):
+ * 256 blocks of 48 bytes freed lowest address first come back lowest
+ * address first, from the span's free map (central.c).  A span's free
+ * list gave them back newest first.  Prints the first block out of order.
+ */
+#define ORDER_N		256
+#define ORDER_TAIL	200	/* the last ones: past the bin and the chains */
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int refill_order(void)
+{
+	static void *p[ORDER_N];
+
+	for (int i = 0; i < ORDER_N; i++)
+		if ((p[i] = jp_alloc(48)) == NULL)
+			return 2;
+	qsort(p, ORDER_N, sizeof p[0], cmp_ptr);
+	for (int i = 0; i < ORDER_N; i++)
+		jp_free(p[i]);
+	for (int i = 0; i < ORDER_N; i++)
+		if ((p[i] = jp_alloc(48)) == NULL)
+			return 2;
+	for (int i = ORDER_N - ORDER_TAIL + 1; i < ORDER_N; i++)
+		if ((uintptr_t)p[i] <= (uintptr_t)p[i - 1]) {
+			fprintf(stderr, "allocation %d at %p after %p\n", i, p[i], p[i - 1]);
+			return 1;
+		}
+	for (int i = 0; i < ORDER_N; i++)
+		jp_free(p[i]);
+	return 0;
+}
+
 /* memalign(64, 1000) + free + malloc(1000), 100 times, sizes 100-5000,
  * alignments 32 and 64: check mode took the aligned block, which it had
  * not written, for a freed checked one (jpsync 1.1.0 before the fix). */
@@ -322,6 +362,8 @@ int main(int argc, char **argv)
 		return fork_at_start();
 	if (strcmp(mode, "check-aligned") == 0)
 		return check_aligned();
+	if (strcmp(mode, "refill-order") == 0)
+		return refill_order();
 	if (strcmp(mode, "setenv-check") == 0) {
 		/* jp_alloc(3): each variable is read when the allocator
 		 * starts, so a program may set one before its first call. */

@@ -408,6 +408,18 @@ static void test_tuning_variables(void)
 	CU_ASSERT_EQUAL(res.err[0], '\0');
 }
 
+/* A refill takes a span's free blocks lowest address first (central.c's
+ * free map); with a free list it took the newest first, and this fails. */
+static void test_refill_order(void)
+{
+	struct jp_child_result res;
+
+	run_helper("refill-order", "JPSYNC_CACHE_N=1", "JPSYNC_MAG_SIZE=1", &res);
+	CU_ASSERT(res.exited && res.status == 0);
+	if (res.err[0] != '\0')
+		fprintf(stderr, "%s", res.err);
+}
+
 /* ---- the edges of size_t, free and errno (tests/alloc/alloc-edges.c) ---- */
 
 static char edges_path[4096];
@@ -565,6 +577,7 @@ static CU_TestInfo env_tests[] = {
 	{ "JPSYNC_STATS_SIGNAL: a table per signal; the program's handler wins", test_stats_signal },
 	{ "an unknown or malformed JPSYNC_ variable warns once", test_unknown_variable_warns_once },
 	{ "tuning variables at their limits", test_tuning_variables },
+	{ "a refill takes a span's free blocks lowest address first", test_refill_order },
 	{ "every size from SIZE_MAX - 65536 fails with ENOMEM, old blocks intact", test_edges_of_size_t },
 	{ "free keeps errno (every class, huge, check mode's quarantine)", test_free_keeps_errno },
 	{ "at the map-count limit: free keeps errno, check mode degrades", test_map_count_limit },

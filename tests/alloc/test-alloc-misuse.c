@@ -57,8 +57,32 @@ static void do_double_free(void *p)
 static void do_double_free_flushed(void *p)
 {
 	jp_free(p);
-	jp_thread_flush();	/* now on its span's list, not in the cache */
+	jp_thread_flush();	/* now free in its span, not in the cache */
 	jp_free(p);
+}
+
+/*
+ * A double free that the first free's bin hides: this thread frees p into
+ * its bin; another thread frees it again (its check cannot see this
+ * thread's bin) and flushes it to its span; this thread's flush then
+ * brings p to a span where it is free already.  With a free list per span
+ * p went on it twice, unseen, and two later allocations got it.
+ */
+static void *free_and_flush(void *p)
+{
+	jp_free(p);
+	jp_thread_flush();
+	return NULL;
+}
+
+static void do_double_free_hidden(void *p)
+{
+	pthread_t t;
+
+	jp_free(p);
+	if (pthread_create(&t, NULL, free_and_flush, p) != 0 || pthread_join(t, NULL) != 0)
+		return;
+	jp_thread_flush();
 }
 
 /* In a thread of its own (whose bin never ran dry): free v[0..32], so
@@ -217,6 +241,7 @@ static void test_double_free(void)
 	expect_die(do_double_free, q, "double free", q);
 	expect_die(do_double_free_flushed, p, "double free", p);
 	expect_die(do_double_free_transferred, p, "double free", p);
+	expect_die(do_double_free_hidden, p, "double free", p);
 	jp_free(p);
 	jp_free(q);
 }
@@ -337,7 +362,7 @@ static void test_default_huge_underflow(void)
 	jp_free(dm_p);
 }
 
-/* 1 MiB past a block, over blocks that are free on their spans' lists: the
+/* 1 MiB past a block, over blocks that are free in their spans: the
  * refill that takes one of them again finds it. */
 static void *ov_blocks[3000];
 
@@ -369,9 +394,9 @@ static void test_default_overflow_1m(void)
 	for (int i = 0; i < 3000; i++)
 		if (i != keep)
 			jp_free(ov_blocks[i]);
-	/* Onto their spans' lists: jp_thread_flush alone leaves the transfer
+	/* Into their spans: jp_thread_flush alone leaves the transfer
 	 * chains the frees above made as the bin overflowed, which a refill
-	 * takes whole, unchecked (jp_alloc(3) promises the lists only), and
+	 * takes whole, unchecked (jp_alloc(3) promises the spans only), and
 	 * on i386 one of them lay in the overflow: SIGSEGV, not the report. */
 	jp_alloc_trim();
 	expect_abort_msg(overflow_1m, p, "jpsync: write into the free block of 0x", true);
@@ -534,7 +559,7 @@ static CU_TestInfo misuse_tests[] = {
 	{ "invalid free: stack address", test_invalid_free_stack },
 	{ "invalid free: the C library's pointer, a static", test_invalid_free_foreign },
 	{ "invalid free: offset, unaligned, past the end", test_invalid_free_offset_and_unaligned },
-	{ "double free (in the cache, flushed, on a transfer chain)", test_double_free },
+	{ "double free (in the cache, flushed, on a transfer chain, hidden by another thread's cache)", test_double_free },
 	{ "free_sized: a size above the block, offset, foreign", test_free_sized_misuse },
 	{ "free_sized: double free", test_free_sized_double },
 	{ "default mode: 32-byte overflow, underflow, write after free of large blocks", test_default_large_damage },

@@ -257,8 +257,8 @@ static void test_write_after_free(void)
 			continue;	/* huge ones: the fault, below */
 		jp_free(p);
 		p[n / 2] ^= 1;	/* the bug */
-		/* The next allocations of the class take it again (the span's
-		 * list is LIFO). */
+		/* The next allocations of the class take it again (a refill
+		 * takes the lowest free blocks of the span first). */
 		while (findings == 0 && k < 64)
 			q[k++] = jp_alloc(n);
 		expect("write after free", p, n, (long long)(n / 2), (long long)(n / 2));
