@@ -3,7 +3,8 @@
 #
 # For each repetition, workload and thread count, runs tests/bench/alloc-bench
 # (tests/bench/alloc-pc for the producer/consumer workloads pc-*, C++ new
-# and delete of messages handed between threads) once under every
+# and delete of messages handed between threads, and for map-strings,
+# threads that each build and drop a std::map) once under every
 # implementation, in an order rotated each repetition:
 # jpsync (LD_PRELOAD of the build tree's shim/.libs/libjpsync-preload.so),
 # glibc (nothing preloaded), jemalloc, mimalloc and tcmalloc (Debian's
@@ -20,12 +21,14 @@
 # Environment (besides the contract's JPSYNC_BENCH_REPS, _QUICK, _OUT):
 #   JPSYNC_BENCH_ALLOC_IMPLS      implementations to run (default: all seven)
 #   JPSYNC_BENCH_PEERS_DIR        build-peers.sh's OUTDIR (mimalloc3, snmalloc)
-#   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: alloc-bench's eleven and
-#                                 the six pc-QUEUE-PtoC of alloc-pc)
+#   JPSYNC_BENCH_ALLOC_WORKLOADS  workloads (default: alloc-bench's eleven,
+#                                 the six pc-QUEUE-PtoC of alloc-pc and its
+#                                 map-strings)
 #   JPSYNC_BENCH_ALLOC_THREADS    thread counts for every workload but pc-*,
 #                                 whose shape sets P + C threads (default:
 #                                 1 2 8 64 300, quick 1 8, for the first six;
-#                                 1 2 (quick 1) for sized, unsized, shortmixed;
+#                                 1 2 (quick 1) for sized, unsized, shortmixed,
+#                                 map-strings;
 #                                 2 8 (quick 2) for xsizes, falseshare)
 #   JPSYNC_BENCH_ALLOC_SCALE      work scale (default 1; quick 0.01)
 #   JPSYNC_BENCH_ALLOC_PAIR       0: skip the callgrind instruction count
@@ -47,7 +50,7 @@ fi
 impls=${JPSYNC_BENCH_ALLOC_IMPLS:-jpsync glibc jemalloc mimalloc tcmalloc mimalloc3 snmalloc}
 peers=${JPSYNC_BENCH_PEERS_DIR:-}
 pc_workloads="pc-deque-2to2 pc-deque-1to4 pc-deque-4to1 pc-mpmc-2to2 pc-mpmc-1to4 pc-mpmc-4to1"
-workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc sized unsized xsizes falseshare shortmixed $pc_workloads}
+workloads=${JPSYNC_BENCH_ALLOC_WORKLOADS:-balanced alloc-heavy small xthread larson realloc sized unsized xsizes falseshare shortmixed $pc_workloads map-strings}
 
 # threads_for WORKLOAD: its thread counts.  The shapes of mimalloc-bench
 # run at a few counts around the 2 cores of the machine, which keeps
@@ -60,7 +63,7 @@ threads_for() {
     echo "$JPSYNC_BENCH_ALLOC_THREADS"; return
   fi
   case $1 in
-    sized|unsized|shortmixed) echo "$few1" ;;
+    sized|unsized|shortmixed|map-strings) echo "$few1" ;;
     xsizes|falseshare) echo "$few2" ;;
     *) echo "$def_threads" ;;
   esac
@@ -76,11 +79,11 @@ if [ ! -x "$pcprog" ]; then
   # Built only where configure found a C++ compiler.
   _wl=
   for wl in $workloads; do
-    case $wl in pc-*) ;; *) _wl="$_wl $wl" ;; esac
+    case $wl in pc-*|map-strings) ;; *) _wl="$_wl $wl" ;; esac
   done
   [ "$_wl" = " $(echo $workloads)" ] || {
-    echo "$pcprog not built (no C++ compiler): the pc-* workloads skipped" >> "$notes"
-    echo "note: $pcprog not built: the pc-* workloads skipped" >&2
+    echo "$pcprog not built (no C++ compiler): the pc-* and map-strings workloads skipped" >> "$notes"
+    echo "note: $pcprog not built: the pc-* and map-strings workloads skipped" >&2
   }
   workloads=$_wl
 fi
@@ -100,7 +103,7 @@ while [ $rep -le "$reps" ]; do
     for thr in $(threads_for "$wl"); do
       echo "alloc-bench: repetition $rep/$reps: $wl, $thr threads" >&2
       for impl in $(rotate $((rep - 1)) $active); do
-        case $wl in pc-*) p=$pcprog ;; *) p=$prog ;; esac
+        case $wl in pc-*|map-strings) p=$pcprog ;; *) p=$prog ;; esac
         line=$(run_env "$impl" timeout "$run_timeout" "$p" -w "$wl" -t "$thr" -s "$scale" 2>"$tmp/err")
         rc=$?
         val=$(printf '%s\n' "$line" | sed -n 's/.* ops_per_sec=\([0-9.]*\).*/\1/p')

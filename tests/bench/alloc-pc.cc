@@ -22,6 +22,16 @@
 //     peak_rss_kb=K malloc=LIBRARY
 // A message whose contents are wrong prints "alloc-pc: CHECK FAILED" and
 // exits 1.
+//
+//   alloc-pc -w map-strings [-t THREADS] [-n ENTRIES] [-s SCALE]
+//
+// map-strings: each of THREADS threads (1 to 128, default 1) builds a
+// std::map<std::string, std::string> of 40,000 entries (keys of about 30
+// characters, values of about 31: blocks of 32, 48 and 96 bytes) and drops
+// it, 30 times (times SCALE); an "op" is one entry inserted, ENTRIES the
+// total.  Dropping the map frees more blocks than a thread cache holds, so
+// they go back to the allocator's shared structures, and the next build
+// takes them again: the middle layer, not the fast paths.
 #include <jpsync/queue.h>
 
 #include <atomic>
@@ -33,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -197,6 +208,45 @@ double run(unsigned producers, unsigned consumers, std::uint64_t messages)
 	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// map-strings: entries in total, split between the threads as rounds of
+// MAP_N; returns the seconds from the start to the last thread's end.
+constexpr unsigned MAP_N = 40000;
+
+double run_map(unsigned nthreads, std::uint64_t rounds)
+{
+	std::vector<std::thread> threads;
+	std::atomic<unsigned> waiting{nthreads};
+	std::atomic<bool> go{false};
+	std::atomic<bool> bad{false};
+
+	for (unsigned t = 0; t < nthreads; t++)
+		threads.emplace_back([&] {
+			waiting.fetch_sub(1);
+			while (!go.load(std::memory_order_acquire))
+				std::this_thread::yield();
+			for (std::uint64_t r = 0; r < rounds; r++) {
+				std::map<std::string, std::string> m;
+
+				for (unsigned i = 0; i < MAP_N; i++)
+					m.emplace("key-number-" + std::to_string(i * 7919u % MAP_N) + "-padding",
+						  "value-string-long-enough-" + std::to_string(i));
+				if (m.size() != MAP_N)
+					bad.store(true);
+			}
+		});
+	while (waiting.load() != 0)
+		std::this_thread::yield();
+	auto t0 = std::chrono::steady_clock::now();
+	go.store(true, std::memory_order_release);
+	for (auto &t : threads)
+		t.join();
+	if (bad.load()) {
+		std::fprintf(stderr, "alloc-pc: CHECK FAILED: a map lost entries\n");
+		std::exit(1);
+	}
+	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 const char *malloc_provider()
 {
 	Dl_info info;
@@ -211,8 +261,10 @@ const char *malloc_provider()
 int usage(FILE *f, int status)
 {
 	std::fprintf(f, "usage: alloc-pc -w pc-QUEUE-PtoC [-n MESSAGES] [-s SCALE]\n"
+		     "       alloc-pc -w map-strings [-t THREADS] [-n ENTRIES] [-s SCALE]\n"
 		     "QUEUE: deque or mpmc; P, C: 1 to 64 producers and consumers\n"
-		     "(alloc-bench.sh runs pc-deque-2to2, -1to4, -4to1 and the same with mpmc)\n");
+		     "(alloc-bench.sh runs pc-deque-2to2, -1to4, -4to1 and the same with mpmc)\n"
+		     "THREADS: 1 to 128 threads that each build and drop a std::map\n");
 	return status;
 }
 
@@ -223,6 +275,7 @@ int main(int argc, char **argv)
 	const char *w = nullptr;
 	double scale = 1.0;
 	std::uint64_t messages = 0;
+	unsigned long nthreads = 1;
 	int c;
 
 	while ((c = getopt(argc, argv, "w:t:n:s:h")) != -1) {
@@ -232,7 +285,13 @@ int main(int argc, char **argv)
 		case 'w':
 			w = optarg;
 			break;
-		case 't':	// alloc-bench's option: the shape sets the threads
+		case 't':	// map-strings's; a pc shape sets its own threads
+			errno = 0;
+			nthreads = std::strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || nthreads < 1 || nthreads > 128) {
+				std::fprintf(stderr, "alloc-pc: bad thread count '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'n':
 			errno = 0;
@@ -261,6 +320,25 @@ int main(int argc, char **argv)
 	char kind[8];
 	unsigned producers, consumers;
 	int used = 0;
+	struct rusage ru;
+
+	if (std::strcmp(w, "map-strings") == 0) {
+		std::uint64_t rounds = messages != 0 ? messages / MAP_N / nthreads
+						     : static_cast<std::uint64_t>(30 * scale);
+
+		if (rounds < 1)
+			rounds = 1;
+		std::uint64_t entries = rounds * MAP_N * nthreads;
+		double secs = run_map(static_cast<unsigned>(nthreads), rounds);
+
+		getrusage(RUSAGE_SELF, &ru);
+		std::printf("alloc-bench: workload=%s threads=%lu ops=%llu seconds=%.6f "
+			    "ops_per_sec=%.0f peak_rss_kb=%ld malloc=%s\n", w, nthreads,
+			    static_cast<unsigned long long>(entries), secs,
+			    secs > 0 ? static_cast<double>(entries) / secs : 0.0, ru.ru_maxrss,
+			    malloc_provider());
+		return 0;
+	}
 
 	if (std::sscanf(w, "pc-%7[a-z]-%uto%u%n", kind, &producers, &consumers, &used) != 3 ||
 	    w[used] != '\0' || (std::strcmp(kind, "deque") != 0 && std::strcmp(kind, "mpmc") != 0) ||
@@ -276,7 +354,6 @@ int main(int argc, char **argv)
 	double secs = std::strcmp(kind, "deque") == 0
 		? run<deque_queue>(producers, consumers, messages)
 		: run<mpmc_queue>(producers, consumers, messages);
-	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
 	std::printf("alloc-bench: workload=%s threads=%u ops=%llu seconds=%.6f ops_per_sec=%.0f "

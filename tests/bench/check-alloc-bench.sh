@@ -5,7 +5,8 @@
 # their operator delete came from); a bad option is refused; and the
 # driver, in quick mode on glibc alone, writes the contract's CSV header and
 # one valid row per run, and prints the median table.  alloc-pc's
-# producer/consumer workloads run too, where C++ is built.  Speed is not checked
+# producer/consumer workloads and its map-strings run too, where C++ is
+# built.  Speed is not checked
 # here (doc/benchmarks.md: make bench).
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
@@ -56,19 +57,35 @@ fi
 
 # The producer/consumer workloads (C++, built where configure found g++).
 pcprog=$top_builddir/tests/bench/alloc-pc
-npc=0
+npc=0 nmap=0
 if [ -x "$pcprog" ]; then
-  npc=6
-  for wl in pc-deque-2to2 pc-deque-1to4 pc-deque-4to1 pc-mpmc-2to2 pc-mpmc-1to4 pc-mpmc-4to1; do
-    s=${wl##*-}; t=$(( ${s%to*} + ${s#*to} ))
-    if line=$(env -u LD_PRELOAD $tx "$pcprog" -w "$wl" -n 5000 2>"$tmp/err"); then
+  npc=6 nmap=2
+  # pc_line WL THREADS OPS ARG...: alloc-pc -w WL ARG... prints its line.
+  pc_line() {
+    _wl=$1 _t=$2 _ops=$3; shift 3
+    if line=$(env -u LD_PRELOAD $tx "$pcprog" -w "$_wl" "$@" 2>"$tmp/err"); then
       case $line in
-        "alloc-bench: workload=$wl threads=$t ops=5000 seconds="*" ops_per_sec="*" peak_rss_kb="*[0-9]" malloc="*)
-          echo "ok: $wl: ${line#alloc-bench: }" ;;
-        *) echo "FAIL: $wl: unexpected output '$line'"; fail=1 ;;
+        "alloc-bench: workload=$_wl threads=$_t ops=$_ops seconds="*" ops_per_sec="*" peak_rss_kb="*[0-9]" malloc="*)
+          echo "ok: $_wl: ${line#alloc-bench: }" ;;
+        *) echo "FAIL: $_wl: unexpected output '$line'"; fail=1 ;;
       esac
     else
-      echo "FAIL: $wl: exit status $?"; cat "$tmp/err"; fail=1
+      echo "FAIL: $_wl: exit status $?"; cat "$tmp/err"; fail=1
+    fi
+  }
+  for wl in pc-deque-2to2 pc-deque-1to4 pc-deque-4to1 pc-mpmc-2to2 pc-mpmc-1to4 pc-mpmc-4to1; do
+    s=${wl##*-}
+    pc_line "$wl" $(( ${s%to*} + ${s#*to} )) 5000 -n 5000
+  done
+  # map-strings: 2 threads, one map of 40,000 entries each.
+  pc_line map-strings 2 80000 -t 2 -n 80000
+  for bad in 0 129 2x; do
+    if $tx "$pcprog" -w map-strings -t "$bad" >/dev/null 2>"$tmp/err"; then
+      echo "FAIL: alloc-pc accepted -t $bad"; fail=1
+    elif grep -q "bad thread count '$bad'" "$tmp/err"; then
+      echo "ok: alloc-pc refuses -t $bad"
+    else
+      echo "FAIL: no clear message for -t $bad:"; cat "$tmp/err"; fail=1
     fi
   done
   for bad in pc-list-2to2 pc-deque-0to2 pc-mpmc-2to65 pc-deque-2to2x; do
@@ -114,10 +131,11 @@ elif JPSYNC_BENCH_QUICK=1 JPSYNC_BENCH_REPS=1 JPSYNC_BENCH_OUT="$tmp/out" \
   fi
   rows=$(tail -n +2 "$csv" | grep -c '^alloc-bench,[a-z-]*,[12],glibc,1,[0-9][0-9.]*,ops/s,higher,[0-9][0-9]*$' || true)
   pcrows=$(tail -n +2 "$csv" | grep -c '^alloc-bench,pc-[a-z]*-[0-9]to[0-9],[45],glibc,1,[0-9][0-9.]*,ops/s,higher,[0-9][0-9]*$' || true)
-  if [ "$rows" -eq 22 ] && [ "$pcrows" -eq "$npc" ] && [ "$(wc -l < "$csv")" -eq $((23 + npc)) ]; then
-    echo "ok: the driver wrote $((22 + npc)) valid rows (11 workloads at 2 thread counts, $npc producer/consumer shapes)"
+  if [ "$rows" -eq $((22 + nmap)) ] && [ "$pcrows" -eq "$npc" ] &&
+     [ "$(wc -l < "$csv")" -eq $((23 + npc + nmap)) ]; then
+    echo "ok: the driver wrote $((22 + npc + nmap)) valid rows (11 workloads at 2 thread counts, $npc producer/consumer shapes, map-strings at $nmap)"
   else
-    echo "FAIL: expected 22 + $npc valid rows, got $rows + $pcrows:"; cat "$csv"; fail=1
+    echo "FAIL: expected $((22 + nmap)) + $npc valid rows, got $rows + $pcrows:"; cat "$csv"; fail=1
   fi
   if grep -q '^| realloc | 2 | [0-9]' "$tmp/table"; then
     echo "ok: the driver printed the median table"
