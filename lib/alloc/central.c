@@ -403,6 +403,7 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit)
 	for (size_t i = 0; i < n; i++) {
 		void *b = head;
 		struct jp_span *s = jp__span_of((uintptr_t)b);
+		uint64_t *word, bit;
 		uint32_t idx;
 
 		head = *(void **)b;
@@ -415,17 +416,19 @@ void *jp__central_put(uint32_t cls, void *head, size_t n, uint32_t *credit)
 			moved = 0;
 		}
 		idx = block_index(s, (uintptr_t)b);
-		if (jp_unlikely(span_map(s)[idx / 64] & ((uint64_t)1 << (idx % 64)))) {
+		word = &span_map(s)[idx / 64];
+		bit = (uint64_t)1 << (idx % 64);
+		if (jp_unlikely(*word & bit)) {
 			/* Free in its span already: a double free that a
 			 * thread's cache hid from the check at the free. */
 			jp__unlock(&k->lock);
 			jp__die_ptr("double free", b);
 		}
+		*word |= bit;
 		*(void **)b = NULL;
 		/* The key here, whatever the block's way back: a block a
 		 * refill carved, kept in a bin and flushed unused has none. */
 		((uintptr_t *)b)[1] = jp__settings.key;
-		span_map(s)[idx / 64] |= (uint64_t)1 << (idx % 64);
 		s->nfree++;
 		if (idx / 64 < s->scan)
 			s->scan = idx / 64;

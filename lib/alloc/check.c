@@ -23,10 +23,11 @@
  *                                    for off + n + 8
  *
  * A free checks the tag, the canaries before and after, then turns the
- * block into a freed one: pointer word 0 a link while it is in a bin (0 in its span), pointer word
- * 1 the double-free key (tcache.c), bytes 16-23 n | log2(off) << 24 | a <<
- * 32, bytes 24-31 f | c << 32 (f: the stack id of the free, c a 32-bit
- * check of both words, FREED among them), and every byte from 32 on FILL.
+ * block into a freed one: pointer word 0 a link while it is in a bin (0
+ * in its span), pointer word 1 the double-free key (tcache.c), bytes 16-23
+ * n | log2(off) << 24 | a << 32, bytes 24-31 f | c << 32 (f: the stack id
+ * of the free, c a 32-bit check of both words, FREED among them), and
+ * every byte from 32 on FILL.
  * (n < 2^24: JP_MAX_SMALL is 256 KiB.)  The allocation that
  * takes the block again checks all of that ("write after free"); a block
  * carved from a span for the first time has pointer word 1 zero
