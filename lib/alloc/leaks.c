@@ -10,8 +10,9 @@
  * the heap profile of this library):
  *   1. stop the other threads (leaks_stop.c): each one's registers and
  *      stack pointer are kept in a slot while it sleeps until the scan is
- *      over; one that does not answer in time is reported as not scanned
- *      (it may block the signal, or be stuck);
+ *      over (in a signal handler, or, when it blocks the signal, held by a
+ *      ptrace helper); one that stops neither way is reported as not
+ *      scanned (no ptrace here, or stuck);
  *   2. list the live blocks: the registry (segment.c) names every segment
  *      and every huge block; each segment's spans are walked block by block
  *      (jp__check_live).  The blocks are sorted by address;
@@ -388,7 +389,7 @@ static __attribute__((noinline)) void scan_maps(char *maps, unsigned nslots)
 /* The scan proper, with this thread's callee-saved registers on its stack
  * (__builtin_unwind_init spills them) below sp. */
 static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
-					       unsigned unscanned)
+					       unsigned unscanned, int trace_err)
 {
 	void *mem;
 	size_t size;
@@ -437,26 +438,29 @@ static __attribute__((noinline)) uint64_t scan(char *maps, unsigned nslots,
 	 * compiler may do with aligned vector stores. */
 	leaked = jp__leaks_print(blocks, nblocks,
 				 (struct lk_group *)(((uintptr_t)(work + cap_blocks) + 15) &
-						     ~(uintptr_t)15), unscanned);
+						     ~(uintptr_t)15), unscanned, trace_err);
 	jp__os_unmap(mem, size);
 	return leaked;
 }
 
 int jp__leaks_report(void)
 {
-	unsigned sent, got;
+	unsigned sent, got, tried, traced;
 	void *maps = NULL;
 	bool cut = false;
 	uint64_t leaked = 0;
+	int trace_err;
 
 	find_segs();
 	sent = jp__leaks_stop();
 	got = sent != 0 ? jp__leaks_wait(sent) : 0;
+	traced = jp__leaks_trace(&tried, &trace_err);
 	if (jp__os_map(&maps, LEAKS_MAPS) != 0 ||
 	    jp__os_read_file("/proc/self/maps", maps, LEAKS_MAPS, &cut) < 0)
 		jp__os_puts(jp__report_fd(), "jpsync: leaks: cannot read /proc/self/maps; no report\n");
 	else
-		leaked = scan(maps, got < LEAKS_THREADS ? got : LEAKS_THREADS, sent - got);
+		leaked = scan(maps, jp__leaks_nslots(), sent - got + tried - traced,
+			      trace_err);
 	if (cut)
 		jp__os_puts(jp__report_fd(), "jpsync: leaks: /proc/self/maps cut at 4 MiB: some roots "
 			       "were not scanned\n");

@@ -51,11 +51,12 @@ struct lk_group {
 /* leaks_report.c: a heapsort by less (qsort may allocate: glibc's merge
  * sort does); and the report of the n blocks of v, reached and leaked (v
  * is reordered; groups has room for n), on stderr, with the number of
- * threads not stopped.  Returns the number of leaked blocks. */
+ * threads not stopped and the errno value that kept ptrace from stopping
+ * one (0: none).  Returns the number of leaked blocks. */
 typedef bool (*jp__lk_less)(const void *a, const void *b);
 void jp__leaks_sort(void *v, size_t n, size_t size, jp__lk_less less);
 uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
-			 unsigned unscanned);
+			 unsigned unscanned, int trace_err);
 
 /* A stopped thread, as its signal handler saw it. */
 struct jp__leaks_slot {
@@ -66,12 +67,17 @@ struct jp__leaks_slot {
 };
 
 /* leaks_stop.c: the slots (LEAKS_THREADS of them, mapped at the first
- * stop); signal every other thread and return how many were sent the
- * signal; wait for them (a bounded time) and return how many answered;
- * let them go. */
+ * stop); signal every other thread that does not block the signal and
+ * return how many were sent it; wait for them (a bounded time) and return
+ * how many answered; stop the threads that block it with ptrace, setting
+ * *tried to how many there were and *err to the first errno value that
+ * refused one, and return how many stopped; the slots filled, for the
+ * scan; let them all go. */
 extern struct jp__leaks_slot *jp__leaks_slots;
 unsigned jp__leaks_stop(void);
 unsigned jp__leaks_wait(unsigned sent);
+unsigned jp__leaks_trace(unsigned *tried, int *err);
+unsigned jp__leaks_nslots(void);
 void jp__leaks_release(void);
 
 /* Scan, print the report on stderr and give the exit status it asks for:

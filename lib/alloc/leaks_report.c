@@ -9,6 +9,7 @@
 #include "base/os.h"
 #include "base/stack.h"
 
+#include <errno.h>
 #include <stdbool.h>
 
 /* ---- sorting without allocating --------------------------------------- */
@@ -103,7 +104,7 @@ static void put_group(int fd, const struct lk_group *g, bool first, bool *unname
 }
 
 uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
-			 unsigned unscanned)
+			 unsigned unscanned, int trace_err)
 {
 	char buf[512];
 	size_t len = 0, ng = 0, nleak = 0;
@@ -138,8 +139,16 @@ uint64_t jp__leaks_print(struct lk_range *v, size_t n, struct lk_group *groups,
 	if (unscanned != 0) {
 		jp__str_add(buf, sizeof buf, &len, "jpsync: leaks: ");
 		put_num(buf, sizeof buf, &len, unscanned);
-		jp__str_add(buf, sizeof buf, &len, " threads not scanned (they did not stop "
-			    "within 2 s): their stacks were read whole, while running\n");
+		jp__str_add(buf, sizeof buf, &len, " threads not scanned (");
+		jp__str_add(buf, sizeof buf, &len,
+			    trace_err == 0 ? "they did not stop within 2 s" :
+			    trace_err == EPERM || trace_err == EACCES ?
+			    "they block the signal, and ptrace is not permitted here" :
+			    trace_err == ETIMEDOUT ?
+			    "they block the signal, and did not stop for ptrace within 2.5 s" :
+			    "they block the signal, and ptrace failed here");
+		jp__str_add(buf, sizeof buf, &len, "): their stacks were read whole, "
+			    "while running\n");
 	}
 	jp__str_add(buf, sizeof buf, &len, "jpsync: leaks: ");
 	put_num(buf, sizeof buf, &len, total);

@@ -206,6 +206,46 @@ int jp__os_tgkill(int tid, int sig);
 
 /* The kernel thread id of the caller. */
 int jp__os_gettid(void);
+/* What /proc/self/task/TID/status says of thread tid of this process: the
+ * signals it blocks (SigBlk: bit sig - 1) and whether it is a zombie (a
+ * thread that exited, or a main thread that called pthread_exit); false
+ * when it cannot be read. */
+bool jp__os_task_state(int tid, uint64_t *blocked, bool *zombie);
+
+/* ---- threads held stopped by a helper process (os_trace.c) ------------- */
+
+/* One thread for the helper: the caller sets tid and flags; err is 0
+ * when it stopped and regs holds its general registers (nbytes of them,
+ * the kernel's NT_PRSTATUS set), with the lowest address its code may
+ * use in sp where this target's stack pointer is known (else 0: below it
+ * on x86_64, the red zone); otherwise the errno value that refused it
+ * (ESRCH: it exited meanwhile; ETIMEDOUT: it did not stop in time). */
+#define JP_OS_REGS_BYTES	512
+/* A system call the stop interrupted is restarted instead of returning
+ * EINTR, where this target's registers tell (x86_64, i386). */
+#define JP_OS_TRACE_RESTART	1u
+struct jp_os_regs {
+	int tid;
+	uint32_t flags;
+	int err;
+	uintptr_t sp;
+	uint32_t nbytes;
+	uintptr_t regs[JP_OS_REGS_BYTES / sizeof(uintptr_t)];
+};
+/*
+ * Stop threads t[0..n).tid of this process (n at most JP_OS_TRACE_MAX),
+ * not the caller, from a helper process that attaches to each with ptrace,
+ * as LeakSanitizer does, whatever signals they block; each t[i] says what
+ * became of it.  They stay stopped until jp__os_trace_release.  Returns
+ * how many stopped; -1 (errno, and every t[i].err) when no helper could
+ * run (memory, descriptors, a clone refused, as qemu-user does, or a
+ * helper that died or did not answer within a few seconds).  Not
+ * async-signal-safe; nothing allocates.
+ */
+#define JP_OS_TRACE_MAX	1024
+int jp__os_trace_stop(struct jp_os_regs *t, unsigned n);
+/* Let them go (the helper exits: the kernel detaches it). */
+void jp__os_trace_release(void);
 
 /* ---- asymmetric fences (park.h: whether to use them) ------------------ */
 

@@ -1,9 +1,10 @@
 /*
  * os_proc.c - the OS door (os.h) to the process's own threads and /proc
  * files, for the leak report (lib/alloc/leaks.c): a /proc file read whole,
- * the thread ids of /proc/self/task, a signal to one thread.  By raw
- * system calls, so that nothing here allocates or calls libc's
- * fortifiable read(); apart from os.c to keep each file short.
+ * the thread ids of /proc/self/task, a signal to one thread, whether a
+ * thread blocks a signal.  By raw system calls, so that nothing here
+ * allocates or calls libc's fortifiable read(); apart from os.c to keep
+ * each file short.
  */
 #include "os.h"
 
@@ -75,4 +76,30 @@ int jp__os_tasks(int *tids, int max)
 int jp__os_tgkill(int tid, int sig)
 {
 	return syscall(SYS_tgkill, (int)getpid(), tid, sig) == 0 ? 0 : errno;
+}
+
+bool jp__os_task_state(int tid, uint64_t *blocked, bool *zombie)
+{
+	/* SigBlk comes after Groups:, which may be long. */
+	char path[64], num[24], buf[8192];
+	const char *s, *st;
+	size_t len = 0;
+	bool cut;
+
+	jp__str_add(path, sizeof path, &len, "/proc/self/task/");
+	jp__str_add(path, sizeof path, &len, jp__fmt_u64(num, (uint64_t)tid));
+	jp__str_add(path, sizeof path, &len, "/status");
+	if (jp__os_read_file(path, buf, sizeof buf, &cut) < 0 ||
+	    (s = strstr(buf, "\nSigBlk:")) == NULL || (st = strstr(buf, "\nState:")) == NULL)
+		return false;
+	for (st += 7; *st == ' ' || *st == '\t'; st++)
+		;
+	*zombie = *st == 'Z' || *st == 'X';
+	/* A hex mask, most significant digit first. */
+	for (s += 8; *s == ' ' || *s == '\t'; s++)
+		;
+	*blocked = 0;
+	for (; (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'); s++)
+		*blocked = *blocked << 4 | (uint64_t)(*s <= '9' ? *s - '0' : *s - 'a' + 10);
+	return true;
 }

@@ -6,8 +6,13 @@
  *   reach   keep_global keeps 3 blocks (a huge one holding a fourth)
  *           through a global, and a second thread, still running at exit, holds a
  *           fifth on its stack only: no leak;
- *   blocked as reach, but the second thread blocks every signal: it
- *           cannot be stopped, and is scanned whole, running;
+ *   blocked as reach, but the second thread blocks every signal: no
+ *           signal stops it (a ptrace helper does);
+ *   inreg   (x86_64) a second thread that blocks every signal sleeps in
+ *           the kernel holding the only pointer to a block of 3000 bytes
+ *           in a register (r12): no leak when its registers are scanned,
+ *           a leak of 3000 bytes when only its stack is; exit 77
+ *           elsewhere;
  *   thread  a second thread drops 2 blocks of 1000 bytes in
  *           leak_in_thread, then ends (joined): a 2000-byte leak;
  *   closed  as leak, then closes its standard error (as coreutils'
@@ -112,6 +117,47 @@ static void *block_and_hold(void *arg)
 	return hold_on_stack(arg);
 }
 
+#if defined(__x86_64__)
+#define INREG_MASK	((uintptr_t)0x5a5a5a5a5a5a5a5aULL)
+static volatile uintptr_t inreg_masked;	/* the block's address ^ INREG_MASK */
+static int inreg_word;			/* a futex word that stays 0 */
+static int inreg_ready;			/* 1 once r12 holds the address */
+
+/* The block of the inreg case, whose address is kept masked only. */
+__attribute__((noinline)) static void inreg_alloc(void)
+{
+	void *p = malloc(3000);
+
+	memset(p, 5, 3000);
+	inreg_masked = (uintptr_t)p ^ INREG_MASK;
+}
+
+/* Loads the block's address into r12, says so, and sleeps in the kernel
+ * on inreg_word: nothing but that register holds it. */
+static void *hold_in_register(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	__asm__ volatile("mov %0, %%r12\n\t"
+			 "xor %1, %%r12\n\t"
+			 "movl $1, (%3)\n"		/* inreg_ready */
+			 "1:\tmov $202, %%eax\n\t"	/* futex */
+			 "mov %2, %%rdi\n\t"
+			 "mov $128, %%esi\n\t"		/* FUTEX_WAIT_PRIVATE */
+			 "xor %%edx, %%edx\n\t"	/* while 0 */
+			 "xor %%r10d, %%r10d\n\t"	/* no timeout */
+			 "syscall\n\t"
+			 "jmp 1b"
+			 : : "r"(inreg_masked), "r"(INREG_MASK), "r"(&inreg_word),
+			   "r"(&inreg_ready)
+			 : "rax", "rcx", "rdx", "rsi", "rdi", "r10", "r11", "r12", "memory");
+	return NULL;
+}
+#endif
+
 __attribute__((noinline)) void leak_in_thread(void)
 {
 	for (int i = 0; i < 2; i++) {
@@ -185,6 +231,21 @@ int main(int argc, char **argv)
 			return 1;
 		while (sem_wait(&started) != 0)
 			;
+	} else if (strcmp(what, "inreg") == 0) {
+#if defined(__x86_64__)
+		inreg_alloc();
+		clobber_stack();
+		clear_registers();
+		if (pthread_create(&t, NULL, hold_in_register, NULL) != 0)
+			return 1;
+		for (int i = 0; !__atomic_load_n(&inreg_ready, __ATOMIC_ACQUIRE); i++)
+			if (i == 10000)
+				return 1;	/* 10 s */
+			else
+				usleep(1000);
+#else
+		return 77;
+#endif
 	} else if (strcmp(what, "forked") == 0) {
 		pid_t pid = fork();
 

@@ -407,6 +407,109 @@ static void test_tasks_and_tgkill(void)
 	signal(SIGUSR2, SIG_DFL);
 }
 
+/* The thread of test_trace_stop: blocks every signal (and, for
+ * test_sig_blocked, is asked first with only SIGUSR2 blocked), then counts
+ * until told to stop. */
+static sem_t trace_started, trace_go;
+static _Atomic int trace_tid;
+static _Atomic unsigned long trace_count;
+static _Atomic int trace_quit;
+
+static void *trace_body(void *arg)
+{
+	sigset_t set;
+	int dummy = 0;
+
+	(void)arg;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	pthread_sigmask(SIG_SETMASK, &set, NULL);
+	atomic_store(&trace_tid, jp__os_gettid());
+	sem_post(&trace_started);
+	while (sem_wait(&trace_go) != 0)
+		;
+	sigfillset(&set);
+	pthread_sigmask(SIG_SETMASK, &set, NULL);
+	sem_post(&trace_started);
+	/* Count with the stack pointer near &dummy. */
+	while (!atomic_load(&trace_quit)) {
+		atomic_fetch_add(&trace_count, 1);
+		__asm__ volatile("" : : "r"(&dummy) : "memory");
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/*
+ * A thread's blocked signals, as /proc says; then the ptrace helper stops
+ * a thread that blocks every signal, reads its registers (its stack
+ * pointer on its own stack, where this target's is known), holds it
+ * stopped (its count stays) and lets it go (the count moves again).
+ * Where ptrace is refused (a debugger, seccomp, an emulator) the refusal
+ * is all there is to check, and the case says so.
+ */
+static bool blocks(int tid, int sig)
+{
+	uint64_t blocked = 0;
+	bool zombie = true;
+
+	CU_ASSERT_TRUE(jp__os_task_state(tid, &blocked, &zombie));
+	CU_ASSERT_FALSE(zombie);
+	return (blocked >> (sig - 1)) & 1;
+}
+
+static void test_trace_stop(void)
+{
+	struct jp_os_regs r;
+	pthread_t t;
+	unsigned long c0, c1;
+	uint64_t blocked;
+	bool zombie;
+	int tid, got;
+
+	sem_init(&trace_started, 0, 0);
+	sem_init(&trace_go, 0, 0);
+	atomic_store(&trace_quit, 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, trace_body, NULL), 0);
+	while (sem_wait(&trace_started) != 0)
+		;
+	tid = atomic_load(&trace_tid);
+	CU_ASSERT_TRUE(blocks(tid, SIGUSR2));
+	CU_ASSERT_FALSE(blocks(tid, SIGUSR1));
+	CU_ASSERT_FALSE(blocks(jp__os_gettid(), SIGUSR2));
+	CU_ASSERT_FALSE(jp__os_task_state(-1, &blocked, &zombie));	/* no such thread */
+	sem_post(&trace_go);
+	while (sem_wait(&trace_started) != 0)
+		;
+	CU_ASSERT_TRUE(blocks(tid, SIGRTMAX - 2));
+	CU_ASSERT_EQUAL(jp__os_trace_stop(&r, 0), -1);	/* nothing to stop */
+	r = (struct jp_os_regs){ .tid = tid, .flags = JP_OS_TRACE_RESTART };
+	got = jp__os_trace_stop(&r, 1);
+	CU_ASSERT_EQUAL(r.tid, tid);
+	if (got == 1) {
+		CU_ASSERT_EQUAL(r.err, 0);
+		CU_ASSERT(r.nbytes >= 16 * sizeof(uintptr_t) / 2);
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+		/* Valgrind runs the thread on a stack of its own. */
+		if (!jp_test_on_valgrind())
+			CU_ASSERT(r.sp != 0 && r.sp < (uintptr_t)&r - 4096);
+#endif
+		c0 = atomic_load(&trace_count);
+		usleep(30000);
+		c1 = atomic_load(&trace_count);
+		CU_ASSERT_EQUAL(c0, c1);	/* held */
+		jp__os_trace_release();
+		for (int i = 0; i < 1000 && atomic_load(&trace_count) == c1; i++)
+			usleep(1000);
+		CU_ASSERT(atomic_load(&trace_count) > c1);	/* let go */
+	} else {
+		printf("(ptrace refused here: %s) ", strerror(r.err));
+		CU_ASSERT(r.err != 0);
+	}
+	atomic_store(&trace_quit, 1);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+}
+
 static CU_TestInfo os_tests[] = {
 	{ "bytes in human units; the string builder", test_fmt_bytes_and_str_add },
 	{ "futex wait returns at once when the value differs", test_futex_value_mismatch_returns },
@@ -423,6 +526,7 @@ static CU_TestInfo os_tests[] = {
 	{ "jp__die_ptr prints one line and aborts", test_die_message },
 	{ "a /proc file read whole, or cut at cap", test_read_file },
 	{ "threads listed and signalled one by one", test_tasks_and_tgkill },
+	{ "a thread's blocked signals; a thread held stopped through ptrace", test_trace_stop },
 	CU_TEST_INFO_NULL,
 };
 
