@@ -144,10 +144,13 @@ static void test_rounds_pairs(void)
  * from a spinning gate, one sees the opening within a cache-line transfer
  * of the other, under a microsecond; woken from the kernel, 11 us at best
  * here, and when both are woken onto one CPU the second waits for the
- * whole run of the first (210-300 us).  The best of 9 runs must be under
+ * whole run of the first (210-300 us).  The best run must be under
  * 10 us, so that a preemption by another program does not decide it
  * (at a load average of 20 on 2 CPUs, most runs were 4-28 ms apart: the
- * threads get a CPU a tenth of the time; the best was 0.0-0.4 us).
+ * threads get a CPU a tenth of the time; the best of 9 was 0.0-0.4 us).
+ * 9 runs, and more while none is under the bound, up to 60: make -j2
+ * check runs another test beside this one, and once all 9 runs of a
+ * loaded machine were 4 ms apart.
  */
 static uint64_t first_ns[2];
 static volatile int skew_plain;
@@ -164,11 +167,15 @@ static void stamp_first(void *ctx, unsigned thread, uint64_t iter)
 	skew_plain++;		/* the example's body: a racy increment */
 }
 
+#define SKEW_RUNS	9
+#define SKEW_RUNS_MAX	60
+
 static void test_start_skew(void)
 {
-	double best = 1e9, all[9];
+	double best = 1e9, all[SKEW_RUNS_MAX];
+	int r;
 
-	for (int r = 0; r < 9; r++) {
+	for (r = 0; r < SKEW_RUNS_MAX && (r < SKEW_RUNS || best >= 10.0); r++) {
 		CU_ASSERT_EQUAL_FATAL(jp_hammer(2, 100000, stamp_first, NULL), 0);
 		all[r] = (double)(first_ns[0] > first_ns[1] ? first_ns[0] - first_ns[1]
 							     : first_ns[1] - first_ns[0]) / 1e3;
@@ -176,9 +183,9 @@ static void test_start_skew(void)
 			best = all[r];
 	}
 	printf("\n  start skew of 2 threads, us:");
-	for (int r = 0; r < 9; r++)
-		printf(" %.1f", all[r]);
-	printf(" (best %.1f, bound 10)\n", best);
+	for (int i = 0; i < r; i++)
+		printf(" %.1f", all[i]);
+	printf(" (best %.1f of %d runs, bound 10)\n", best, r);
 	CU_ASSERT(best < 10.0);
 }
 
