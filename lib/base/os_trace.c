@@ -300,7 +300,7 @@ int jp__os_trace_stop(struct jp_os_regs *t, unsigned n)
 	size_t size = (size_t)n * sizeof *t;
 	struct jp_os_regs *shared;
 	struct pollfd pfd;
-	struct timespec ts = { TRACE_WAIT_MS / 1000, TRACE_WAIT_MS % 1000 * 1000000L };
+	struct raw_ts wait_ts = { TRACE_WAIT_MS / 1000, TRACE_WAIT_MS % 1000 * 1000000L };
 	sigset_t all, old;
 	int go[2] = { -1, -1 }, done[2] = { -1, -1 }, stopped = 0, err;
 	pid_t parent = (pid_t)syscall(SYS_getpid);
@@ -309,8 +309,8 @@ int jp__os_trace_stop(struct jp_os_regs *t, unsigned n)
 
 	if (n == 0 || n > JP_OS_TRACE_MAX || helper != 0)
 		return refused(t, n > JP_OS_TRACE_MAX ? 0 : n, EINVAL);
-	/* The parent's calls go through libc (mmap2 and the 64-bit time of
-	 * 32-bit targets are its business); the helper's are raw. */
+	/* mmap through libc (mmap2 on 32-bit targets is its business); the
+	 * rest raw, as in os_proc.c: no fortifiable read() of libc. */
 	shared = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED)
 		return refused(t, n, errno);
@@ -349,10 +349,12 @@ int jp__os_trace_stop(struct jp_os_regs *t, unsigned n)
 	/* EINVAL without Yama: nothing to ask. */
 	prctl(PR_SET_PTRACER, pid, 0, 0, 0);
 	pfd = (struct pollfd){ .fd = done[0], .events = POLLIN };
-	/* Signals held off while it waits: a timer's would end the wait. */
-	if (write(go[1], "g", 1) != 1 || ppoll(&pfd, 1, &ts, &all) != 1) {
+	/* Signals held off while it waits (the kernel's 64-bit mask): a
+	 * timer's would end the wait. */
+	if (syscall(SYS_write, go[1], "g", 1) != 1 ||
+	    syscall(SYS_ppoll, &pfd, 1L, &wait_ts, &all, (long)sizeof(uint64_t)) != 1) {
 		err = ETIMEDOUT;
-	} else if ((r = read(done[0], &c, 1)) != 1) {
+	} else if ((r = syscall(SYS_read, done[0], &c, 1)) != 1) {
 		err = r == 0 ? EPERM : errno;	/* it died: refused */
 	} else {
 		err = 0;
