@@ -7,7 +7,8 @@
  * so the helper is a child made by a raw clone (no fork handlers run: the
  * program's would not expect a fork at exit), with no exit signal (the
  * program's SIGCHLD handler, if any, hears nothing), which only makes raw
- * system calls.  It waits for the go on a pipe, so that the parent can
+ * system calls and reads the clock (jp__os_now_ns: no lock, no
+ * allocation).  It waits for the go on a pipe, so that the parent can
  * name it as its tracer first (Yama's ptrace_scope 1 lets a process trace
  * only its descendants, or a process named with PR_SET_PTRACER);
  * attaches to each thread with PTRACE_SEIZE and stops it with
@@ -59,10 +60,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TRACE_WAIT_MS	3000	/* for the helper to stop every thread */
+/* For the helper to stop every thread (then ETIMEDOUT for all; EPERM
+ * when it died, as a seccomp filter that kills at ptrace makes it). */
+#define TRACE_WAIT_MS	3000
 #define STOP_MS		2500	/* the helper's own deadline, for all */
-/* Its answers: ETIMEDOUT when it did not answer in time, EPERM when it
- * died (a seccomp filter that kills at ptrace). */
 #define STOP_TRIES	8	/* signal stops let through before giving up */
 
 #ifndef PR_SET_PTRACER
@@ -104,14 +105,6 @@ static pid_t helper;			/* 0: none */
 struct raw_ts {
 	long sec, nsec;
 };
-
-static uint64_t raw_now_ms(void)
-{
-	struct raw_ts ts = { 0, 0 };
-
-	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.sec * 1000 + (uint64_t)ts.nsec / 1000000;
-}
 
 static long sys_ptrace(long req, int tid, void *addr, void *data)
 {
@@ -191,14 +184,15 @@ static void restart_eintr(int tid, struct jp_os_regs *r)
 #endif
 }
 
-/* Wait until tracee tid stops (or end passes); its wait status in *status. */
+/* Wait until tracee tid stops (or end, jp__os_now_ns time, passes); its
+ * wait status in *status. */
 static int wait_stop(int tid, int *status, uint64_t end)
 {
 	struct raw_ts ms = { 0, 1000000 };
 	long got;
 
 	while ((got = syscall(SYS_wait4, tid, status, __WALL | WNOHANG, NULL)) == 0) {
-		if (raw_now_ms() >= end)
+		if (jp__os_now_ns() >= end)
 			return ETIMEDOUT;
 		syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ms, NULL);
 	}
@@ -270,7 +264,7 @@ static _Noreturn void helper_main(pid_t parent, unsigned n, struct jp_os_regs *s
 	 * vfork wait) holds up no other. */
 	for (unsigned i = 0; i < n; i++)
 		shared[i].err = seize_one(&shared[i]);
-	end = raw_now_ms() + STOP_MS;
+	end = jp__os_now_ns() + (uint64_t)STOP_MS * 1000000;
 	for (unsigned i = 0; i < n; i++)
 		if (shared[i].err == 0)
 			shared[i].err = stop_one(&shared[i], end);
